@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# palaestra's set-up: system packages (when root), ./.venv with everything, the web assets.
+# Idempotent; `make demo` and `make test` run it when its inputs change.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+
+install_system_packages() {
+  local wanted missing=()
+  wanted=$(grep -v '^\s*#' scripts/system-packages.txt | grep -v '^\s*$')
+  for pkg in $wanted; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+    echo "palaestra set-up: please install these system packages (as root): ${missing[*]}" >&2
+    echo "  e.g. sudo apt-get install -y ${missing[*]}" >&2
+    echo "  (continuing: the features and tests that need them will say so)" >&2
+    return 0
+  fi
+  echo "palaestra set-up: installing system packages: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+install_python() {
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+  fi
+  "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  "$VENV/bin/python" -m pip install -q -e '.[all,ray,dev]'
+}
+
+install_web_assets() {
+  [ -f web/package.json ] || return 0
+  if ! command -v npm >/dev/null; then
+    echo "palaestra set-up: npm not found; the scoreboard's charts and terminal player will be unavailable" >&2
+    return 0
+  fi
+  npm ci --prefix web --no-audit --no-fund --loglevel=error >/dev/null
+  [ -x scripts/build-web-assets.sh ] && bash scripts/build-web-assets.sh
+  return 0
+}
+
+install_system_packages
+install_python
+install_web_assets
+echo "palaestra set-up: done ($VENV)"

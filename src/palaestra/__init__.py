@@ -1,0 +1,35 @@
+"""palaestra: the 2017 OpenAI Gym system (Monitor, video, upload, scoreboard, benchmarks, board games)
+rebuilt on the Gymnasium API.
+
+Importing palaestra registers its environments (Go, Hex) in Gymnasium's registry.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+import palaestra.envs  # noqa: F401  (registers palaestra's environments with Gymnasium)
+from palaestra.monitoring import Monitor, load_results
+
+if TYPE_CHECKING:
+    from palaestra.benchmarks import benchmark_spec
+    from palaestra.scoreboard.client import upload
+
+
+def __getattr__(name: str) -> Any:
+    # The upload client and the benchmark registry are imported on first use, so that
+    # ``import palaestra`` stays cheap for code that only records.
+    if name == "upload":
+        from palaestra.scoreboard.client import upload
+
+        return upload
+    if name == "benchmark_spec":
+        from palaestra.benchmarks import benchmark_spec
+
+        return benchmark_spec
+    raise AttributeError(f"module 'palaestra' has no attribute {name!r}")
+
+
+__all__ = ["Monitor", "__version__", "benchmark_spec", "load_results", "upload"]

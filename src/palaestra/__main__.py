@@ -1,0 +1,5 @@
+import sys
+
+from palaestra.cli import main
+
+sys.exit(main())

@@ -1,0 +1,227 @@
+"""Loading a training directory: ``load_results`` and the 2017 merge rules (spec §3.6)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, TypedDict
+
+import numpy as np
+
+from palaestra.errors import ResultsError
+from palaestra.monitoring import files
+from palaestra.monitoring.journal import read_journal
+
+
+class Results(TypedDict):
+    """What :func:`load_results` returns: the 2017 keys, then palaestra's.
+
+    Per-episode lists are sorted by ``timestamps`` (the time each episode ended) across every
+    stats file of the directory.
+    """
+
+    manifests: list[str]
+    env_info: dict[str, Any]
+    data_sources: list[int]
+    timestamps: list[float]
+    episode_lengths: list[int]
+    episode_rewards: list[float]
+    episode_types: list[str] | None
+    initial_reset_timestamps: list[float]
+    initial_reset_timestamp: float
+    videos: list[tuple[str, str]]
+    # palaestra's additions
+    episode_truncated: list[bool]
+    abandoned_steps: list[int]
+    abandoned_timestamps: list[float]
+    total_steps: int
+
+
+def read_stats_file(path: str) -> dict[str, Any]:
+    """Read one stats file (or the journal a killed Monitor left beside it) and check its shape."""
+    journal = files.journal_path(path)
+    doc: dict[str, Any] | None = None
+    if os.path.exists(path):
+        doc = _read_json_file(path, "stats file")
+    if os.path.exists(journal):
+        try:
+            from_journal = read_journal(journal)
+        except (OSError, ValueError) as e:
+            raise ResultsError(f"Episode journal {journal} cannot be read: {e}") from None
+        if doc is None or _size(from_journal) > _size(doc):
+            doc = from_journal
+    if doc is None:
+        raise ResultsError(f"Stats file {path} named by a manifest does not exist")
+    _check_stats(doc, path)
+    return doc
+
+
+def _size(doc: dict[str, Any]) -> int:
+    return len(doc.get("timestamps") or []) + len(doc.get("abandoned_steps") or [])
+
+
+def _read_json_file(path: str, what: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise ResultsError(f"Cannot read {what} {path}: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ResultsError(f"{what.capitalize()} {path} is not valid JSON: {e}") from None
+
+
+def _check_stats(doc: Any, path: str) -> None:
+    if not isinstance(doc, dict):
+        raise ResultsError(f"Stats file {path} must hold a JSON object, not {type(doc).__name__}")
+    for key in ("timestamps", "episode_lengths", "episode_rewards"):
+        if not isinstance(doc.get(key), list):
+            raise ResultsError(f"Stats file {path} has no list {key!r}")
+    n = len(doc["timestamps"])
+    for key in ("episode_lengths", "episode_rewards"):
+        if len(doc[key]) != n:
+            raise ResultsError(
+                f"Stats file {path} is inconsistent: {len(doc[key])} {key} but {n} timestamps"
+            )
+    for key in ("timestamps", "episode_rewards", "episode_lengths"):
+        for value in doc[key]:
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+                raise ResultsError(f"Stats file {path} has a non-numeric or non-finite value in {key!r}: {value!r}")
+    types = doc.get("episode_types")
+    if types is not None:
+        if not isinstance(types, list) or any(t not in ("t", "e") for t in types):
+            raise ResultsError(f"Stats file {path} has episode_types other than 't' and 'e'")
+        if len(types) < n:
+            raise ResultsError(f"Stats file {path} is inconsistent: {len(types)} episode_types but {n} timestamps")
+
+
+def collapse_env_infos(env_infos: list[dict[str, Any]], training_dir: str) -> dict[str, Any]:
+    """The one ``env_info`` of a directory; unequal ones mean commingled runs (a 2017 error)."""
+    if not env_infos:
+        raise ResultsError(f"No env_info found in the manifests of {training_dir}")
+    first = env_infos[0]
+    for other in env_infos[1:]:
+        if other != first:
+            raise ResultsError(
+                f"Found two unequal env_infos: {first} and {other}. This usually indicates that your "
+                f"training directory {training_dir} has commingled results from multiple runs."
+            )
+    for key in ("env_id", "gym_version"):
+        if key not in first:
+            raise ResultsError(
+                f"env_info {first} in {training_dir} is missing required key {key}. "
+                "(HINT: the Monitor writes env_id only when the environment has a spec; create it with "
+                "gymnasium.make.)"
+            )
+    return first
+
+
+def _read_manifests(training_dir: str) -> list[str]:
+    if not os.path.exists(training_dir):
+        raise ResultsError(f"Training directory {training_dir} does not exist")
+    if not os.path.isdir(training_dir):
+        raise ResultsError(f"Training directory {training_dir} is not a directory")
+    manifests = files.detect_training_manifests(training_dir)
+    if not manifests:
+        raise ResultsError(
+            f"Could not find any manifest files in {training_dir}. (HINT: is this the directory you gave "
+            "to palaestra.Monitor?)"
+        )
+    return manifests
+
+
+def load_env_info_from_manifests(manifests: list[str], training_dir: str) -> dict[str, Any]:
+    """Only the collapsed ``env_info`` of the given manifests."""
+    env_infos = []
+    for path in manifests:
+        manifest = _read_json_file(path, "manifest")
+        if not isinstance(manifest, dict) or "env_info" not in manifest:
+            raise ResultsError(f"Manifest {path} has no env_info")
+        env_infos.append(manifest["env_info"])
+    return collapse_env_infos(env_infos, training_dir)
+
+
+def load_results(training_dir: str | os.PathLike[str]) -> Results:
+    """Load and merge every run recorded in ``training_dir``.
+
+    Several manifests (several monitors, resumed runs, vector sub-environments) are merged and their
+    episodes sorted by end time, as in 2017. Raises :class:`~palaestra.errors.ResultsError`, naming
+    the file and the problem, for a missing directory, no manifests, unreadable or inconsistent JSON,
+    or manifests with unequal ``env_info`` (commingled runs).
+    """
+    training_dir = os.path.abspath(os.fspath(training_dir))
+    manifests = _read_manifests(training_dir)
+    stats_files: list[str] = []
+    videos: list[tuple[str, str]] = []
+    env_infos = []
+    for path in manifests:
+        manifest = _read_json_file(path, "manifest")
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("stats"), str):
+            raise ResultsError(f"Manifest {path} has no 'stats' file name")
+        if "env_info" not in manifest:
+            raise ResultsError(f"Manifest {path} has no env_info")
+        stats_files.append(os.path.join(training_dir, manifest["stats"]))
+        for pair in manifest.get("videos") or []:
+            if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+                raise ResultsError(f"Manifest {path} has a malformed video entry {pair!r}")
+            videos.append((os.path.join(training_dir, pair[0]), os.path.join(training_dir, pair[1])))
+        env_infos.append(manifest["env_info"])
+    env_info = collapse_env_infos(env_infos, training_dir)
+    merged = merge_stats_files(stats_files)
+    return Results(manifests=manifests, env_info=env_info, videos=videos, **merged)  # type: ignore[typeddict-item]
+
+
+def merge_stats_files(stats_files: list[str]) -> dict[str, Any]:
+    """Merge stats files the 2017 way, with two defects fixed.
+
+    * ``data_sources[k]`` indexes ``initial_reset_timestamps`` (2017 advanced the index over empty
+      files too, so the two lists could disagree).
+    * ``episode_types`` is cut to the number of completed episodes per file (2017 appended the type
+      at reset, leaving one extra entry for an unfinished last episode).
+    """
+    timestamps: list[float] = []
+    lengths: list[int] = []
+    rewards: list[float] = []
+    types: list[str] = []
+    truncated: list[bool] = []
+    sources: list[int] = []
+    initial_resets: list[float] = []
+    abandoned: list[tuple[float, int]] = []
+    any_types = False
+    for path in stats_files:
+        doc = read_stats_file(path)
+        abandoned.extend(zip(doc.get("abandoned_timestamps") or [], doc.get("abandoned_steps") or []))
+        n = len(doc["timestamps"])
+        if n == 0:
+            continue
+        source = len(initial_resets)
+        initial = doc.get("initial_reset_timestamp")
+        initial_resets.append(float(initial) if initial is not None else float(doc["timestamps"][0]))
+        sources += [source] * n
+        timestamps += doc["timestamps"]
+        lengths += doc["episode_lengths"]
+        rewards += doc["episode_rewards"]
+        file_types = doc.get("episode_types")
+        if file_types:
+            any_types = True
+            types += file_types[:n]
+        else:
+            types += ["t"] * n
+        file_trunc = doc.get("episode_truncated") or []
+        truncated += [bool(x) for x in file_trunc[:n]] + [False] * (n - len(file_trunc[:n]))
+
+    order = np.argsort(np.asarray(timestamps, dtype=float), kind="stable").tolist()
+    abandoned.sort()
+    return {
+        "data_sources": [sources[i] for i in order],
+        "timestamps": [float(timestamps[i]) for i in order],
+        "episode_lengths": [int(lengths[i]) for i in order],
+        "episode_rewards": [float(rewards[i]) for i in order],
+        "episode_types": [types[i] for i in order] if any_types else None,
+        "episode_truncated": [truncated[i] for i in order],
+        "initial_reset_timestamps": initial_resets,
+        "initial_reset_timestamp": min(initial_resets) if initial_resets else 0,
+        "abandoned_steps": [s for _, s in abandoned],
+        "abandoned_timestamps": [t for t, _ in abandoned],
+        "total_steps": int(sum(lengths) + sum(s for _, s in abandoned)),
+    }

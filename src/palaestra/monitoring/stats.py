@@ -1,0 +1,168 @@
+"""Episode statistics of one Monitor, kept crash-safe on disk.
+
+The stats file is the 2017 ``episode_batch`` JSON document (spec §3.3). Rewriting it after every
+episode would cost O(history) per episode, so while the Monitor is open each completed episode is
+also appended to a memory-mapped journal beside it (see :mod:`palaestra.monitoring.journal`).
+``close()`` writes the full stats file atomically and removes the journal; ``load_results`` prefers
+the journal when a killed process left one that knows more episodes.
+
+palaestra adds keys that the 2017 loader ignores: ``episode_truncated`` (whether each episode ended
+by truncation rather than termination) and ``abandoned_steps``/``abandoned_timestamps`` (episodes
+reset before they ended: not completed episodes, but their steps count toward ``total_steps`` and
+benchmark step budgets).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from palaestra.errors import MonitorError
+from palaestra.monitoring import files
+from palaestra.monitoring.journal import KIND_ABANDONED, KIND_BY_TYPE, JournalWriter
+
+EPISODE_TYPES = ("t", "e")
+
+
+class StatsRecorder:
+    """Collects completed episodes for one Monitor and persists them.
+
+    Args:
+        directory: the training directory.
+        file_prefix: ``openaigym.episode_batch.{infix}``; the file is ``{file_prefix}.stats.json``.
+        env_id: only used in messages.
+        journal: keep the crash-safe journal (the Monitor always does).
+    """
+
+    def __init__(self, directory: str, file_prefix: str, env_id: str | None = None, journal: bool = True) -> None:
+        self.directory = directory
+        self.env_id = env_id
+        self.path = os.path.join(directory, file_prefix + files.STATS_SUFFIX)
+        self.journal_path = files.journal_path(self.path)
+        self.initial_reset_timestamp: float | None = None
+        self.timestamps: list[float] = []
+        self.episode_lengths: list[int] = []
+        self.episode_rewards: list[float] = []
+        self.episode_types: list[str] = []
+        self.episode_truncated: list[bool] = []
+        self.abandoned_steps: list[int] = []
+        self.abandoned_timestamps: list[float] = []
+        self.total_steps = 0
+        self.closed = False
+        self._type = "t"
+        self._journal_writer: JournalWriter | None = None
+        self._use_journal = journal
+        self._load_existing()
+
+    # -- episode type -------------------------------------------------------------------------------
+    @property
+    def type(self) -> str:
+        return self._type
+
+    @type.setter
+    def type(self, value: str) -> None:
+        if value not in EPISODE_TYPES:
+            raise MonitorError(f"Invalid episode_type {value!r}: must be 't' for training or 'e' for evaluation")
+        self._type = value
+
+    # -- recording ------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Note the first reset's time (``initial_reset_timestamp``) and open the journal."""
+        if self.initial_reset_timestamp is None:
+            self.initial_reset_timestamp = time.time()
+        journal = self._journal()
+        if journal is not None:
+            journal.set_initial_reset_timestamp(self.initial_reset_timestamp)
+
+    def record_episode(self, length: int, reward: float, truncated: bool, episode_type: str) -> None:
+        """Append one completed episode (called once, at ``terminated or truncated``)."""
+        now = time.time()
+        reward = float(reward)
+        self.timestamps.append(now)
+        self.episode_lengths.append(length)
+        self.episode_rewards.append(reward)
+        self.episode_types.append(episode_type)
+        self.episode_truncated.append(bool(truncated))
+        self.total_steps += length
+        journal = self._journal()
+        if journal is not None:
+            journal.append(now, reward, length, KIND_BY_TYPE[episode_type], truncated)
+
+    def record_abandoned(self, steps: int) -> None:
+        """An episode that was reset before it ended: its steps still count."""
+        if steps <= 0:
+            return
+        now = time.time()
+        self.abandoned_steps.append(steps)
+        self.abandoned_timestamps.append(now)
+        self.total_steps += steps
+        journal = self._journal()
+        if journal is not None:
+            journal.append(now, 0.0, steps, KIND_ABANDONED, False)
+
+    # -- persistence ----------------------------------------------------------------------------------
+    def document(self) -> dict[str, Any]:
+        """The stats JSON document: the 2017 keys in their order, then palaestra's."""
+        return {
+            "initial_reset_timestamp": self.initial_reset_timestamp,
+            "timestamps": self.timestamps,
+            "episode_lengths": self.episode_lengths,
+            "episode_rewards": self.episode_rewards,
+            "episode_types": self.episode_types,
+            "episode_truncated": self.episode_truncated,
+            "abandoned_steps": self.abandoned_steps,
+            "abandoned_timestamps": self.abandoned_timestamps,
+        }
+
+    def flush(self) -> None:
+        """Rewrite the stats file atomically (O(history); the Monitor calls it at close, or on every
+        reset with ``write_upon_reset=True``)."""
+        if self.closed:
+            return
+        files.atomic_write_json(self.path, self.document())
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.flush()
+        self.closed = True
+        if self._journal_writer is not None:
+            self._journal_writer.close(delete=True)
+            self._journal_writer = None
+
+    def _journal(self) -> JournalWriter | None:
+        if not self._use_journal or self.closed:
+            return None
+        if self._journal_writer is None:
+            self._journal_writer = JournalWriter(self.journal_path)
+            if self.initial_reset_timestamp is not None:
+                self._journal_writer.set_initial_reset_timestamp(self.initial_reset_timestamp)
+            # Resumed from an existing stats file: the journal must stand on its own.
+            for i, t in enumerate(self.timestamps):
+                self._journal_writer.append(t, self.episode_rewards[i], self.episode_lengths[i],
+                                            KIND_BY_TYPE[self.episode_types[i]], self.episode_truncated[i])
+            for t, steps in zip(self.abandoned_timestamps, self.abandoned_steps):
+                self._journal_writer.append(t, 0.0, steps, KIND_ABANDONED, False)
+        return self._journal_writer
+
+    def _load_existing(self) -> None:
+        """Resuming into an infix that already has a stats file (same uid): keep its episodes."""
+        from palaestra.monitoring.results import read_stats_file
+
+        if not os.path.exists(self.path) and not os.path.exists(self.journal_path):
+            return
+        doc = read_stats_file(self.path)
+        self.initial_reset_timestamp = doc.get("initial_reset_timestamp")
+        self.timestamps = list(doc["timestamps"])
+        self.episode_lengths = list(doc["episode_lengths"])
+        self.episode_rewards = list(doc["episode_rewards"])
+        self.episode_types = list(doc.get("episode_types") or ["t"] * len(self.timestamps))
+        self.episode_truncated = list(doc.get("episode_truncated") or [False] * len(self.timestamps))
+        self.abandoned_steps = list(doc.get("abandoned_steps", []))
+        self.abandoned_timestamps = list(doc.get("abandoned_timestamps", []))
+        self.total_steps = sum(self.episode_lengths) + sum(self.abandoned_steps)
+        if os.path.exists(self.journal_path):
+            # A journal left by a killed process: fold it into the stats file before appending more.
+            files.atomic_write_json(self.path, self.document())
+            os.unlink(self.journal_path)

@@ -1,0 +1,163 @@
+"""Scoring an evaluation: "solved" and the learning-curve series (spec §4.6).
+
+One implementation, called by ``palaestra results``, the benchmark runner and the scoreboard server.
+An environment counts as solved when some window of ``trials`` (100) consecutive *training*
+episodes averages at least its ``reward_threshold``; ``episode_t_value`` is the index of the first
+such window, i.e. the number of episodes before the solve.
+
+One 2017 defect is fixed: the 2017 ``error`` was ``std / (sqrt(trials) - 1)``, which is not the
+standard error of anything; palaestra reports the standard error of the mean of the best window,
+``std(ddof=1) / sqrt(trials)``. ``legacy=True`` gives the 2017 number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypedDict
+
+import numpy as np
+
+DEFAULT_TRIALS = 100
+
+
+class SolvedStats(TypedDict):
+    episode_t_value: int | None
+    timestep_t_value: int | None
+    mean: float | None
+    error: float | None
+    number_episodes: int
+    number_timesteps: int
+    seconds_to_solve: float | None
+    seconds_in_total: float | None
+
+
+def running_mean(x: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
+    """``means[i] = mean(x[i:i+n])``, for every full window."""
+    if n <= 0:
+        raise ValueError(f"running_mean window must be positive, not {n}")
+    arr = np.asarray(x, dtype=float)
+    if len(arr) < n:
+        return np.empty(0)
+    cumsum = np.cumsum(np.insert(arr, 0, 0.0))
+    return (cumsum[n:] - cumsum[:-n]) / n
+
+
+def trailing_mean(x: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
+    """The mean of the last ``min(i+1, n)`` values at every index (a curve with no gap at the start)."""
+    arr = np.asarray(x, dtype=float)
+    cumsum = np.cumsum(np.insert(arr, 0, 0.0))
+    idx = np.arange(1, len(arr) + 1)
+    start = np.maximum(idx - n, 0)
+    return (cumsum[idx] - cumsum[start]) / (idx - start)
+
+
+def score_from_merged(
+    episode_lengths: Sequence[int],
+    episode_rewards: Sequence[float],
+    episode_types: Sequence[str] | None,
+    timestamps: Sequence[float],
+    initial_reset_timestamp: float | None,
+    trials: int = DEFAULT_TRIALS,
+    reward_threshold: float | None = None,
+    legacy: bool = False,
+) -> SolvedStats:
+    """The "solved" statistics of one evaluation; only training (``'t'``) episodes count."""
+    lengths = np.asarray(episode_lengths, dtype=np.int64)
+    rewards = np.asarray(episode_rewards, dtype=float)
+    stamps = np.asarray(timestamps, dtype=float)
+    if episode_types is not None:
+        keep = np.asarray(episode_types) == "t"
+        lengths, rewards, stamps = lengths[keep], rewards[keep], stamps[keep]
+    if initial_reset_timestamp is None and len(stamps):
+        initial_reset_timestamp = float(stamps[0])
+
+    stats = SolvedStats(
+        episode_t_value=None,
+        timestep_t_value=None,
+        mean=None,
+        error=None,
+        number_episodes=len(rewards),
+        number_timesteps=int(lengths.sum()),
+        seconds_to_solve=None,
+        seconds_in_total=None,
+    )
+    if len(stamps) and initial_reset_timestamp is not None:
+        stats["seconds_in_total"] = float(stamps[-1] - initial_reset_timestamp)
+    if len(rewards) < trials:
+        return stats
+
+    means = running_mean(rewards, trials)
+    if reward_threshold is not None:
+        solved = np.flatnonzero(means >= reward_threshold)
+        if len(solved):
+            i = int(solved[0])
+            stats["episode_t_value"] = i
+            stats["timestep_t_value"] = int(lengths[:i].sum())
+            assert initial_reset_timestamp is not None
+            stats["seconds_to_solve"] = float(stamps[i] - initial_reset_timestamp)
+    best_idx = int(np.argmax(means))
+    best = rewards[best_idx : best_idx + trials]
+    stats["mean"] = float(np.mean(best))
+    stats["error"] = _window_error(best, trials, legacy)
+    return stats
+
+
+def _window_error(best: np.ndarray, trials: int, legacy: bool) -> float:
+    if trials == 1:
+        return 0.0
+    if legacy:
+        return float(np.std(best) / (np.sqrt(trials) - 1))
+    return float(np.std(best, ddof=1) / np.sqrt(trials))
+
+
+def score_results(results: Any, trials: int = DEFAULT_TRIALS, reward_threshold: float | None = None,
+                  legacy: bool = False) -> SolvedStats:
+    """:func:`score_from_merged` on what :func:`palaestra.load_results` (or an episode batch) holds."""
+    return score_from_merged(
+        results["episode_lengths"],
+        results["episode_rewards"],
+        results.get("episode_types"),
+        results["timestamps"],
+        results.get("initial_reset_timestamp"),
+        trials=trials,
+        reward_threshold=reward_threshold,
+        legacy=legacy,
+    )
+
+
+def compute_graph_stats(
+    episode_lengths: Sequence[int],
+    episode_rewards: Sequence[float],
+    timestamps: Sequence[float],
+    initial_reset_timestamp: float | None,
+    buckets: int,
+) -> dict[str, Any] | None:
+    """Learning-curve series binned into ``buckets`` (spec ``compute_graph_stats``).
+
+    Keys: ``initial_reset_timestamp`` and ``x_{timestep,episode,seconds}_y_{reward,length}``, each
+    ``{"x": bin centres, "y": mean per bin}`` with empty bins left out. ``None`` with no episodes.
+    """
+    from scipy.stats import binned_statistic
+
+    lengths = np.asarray(episode_lengths, dtype=float)
+    rewards = np.asarray(episode_rewards, dtype=float)
+    stamps = np.asarray(timestamps, dtype=float)
+    if len(rewards) == 0:
+        return None
+    if initial_reset_timestamp is None:
+        initial_reset_timestamp = float(stamps[0])
+    xs = {
+        "timestep": np.cumsum(np.insert(lengths, 0, 0.0))[:-1],
+        "episode": np.arange(len(rewards), dtype=float),
+        "seconds": stamps - initial_reset_timestamp,
+    }
+    ys = {"reward": rewards, "length": lengths}
+    out: dict[str, Any] = {"initial_reset_timestamp": initial_reset_timestamp}
+    for xname, x in xs.items():
+        nbins = max(1, min(buckets, len(x)))
+        for yname, y in ys.items():
+            stat, edges, _ = binned_statistic(x, y, "mean", nbins)
+            centres = (edges[:-1] + edges[1:]) / 2
+            keep = ~np.isnan(stat)
+            out[f"x_{xname}_y_{yname}"] = {"x": centres[keep].tolist(), "y": stat[keep].tolist()}
+    return out

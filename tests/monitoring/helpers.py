@@ -1,0 +1,59 @@
+"""Small helpers for the monitoring tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+def play(env: gym.Env[Any, Any], episodes: int, seed: int = 0) -> list[int]:
+    """Play ``episodes`` full episodes with random actions; returns their lengths."""
+    lengths = []
+    env.action_space.seed(seed)
+    env.reset(seed=seed)
+    for _ in range(episodes):
+        steps, done = 0, False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            steps += 1
+            done = terminated or truncated
+        lengths.append(steps)
+        env.reset()
+    return lengths
+
+
+class CountingEnv(gym.Env[np.ndarray, int]):
+    """Episodes of exactly ``length`` steps, reward 1 per step; terminates (or truncates) at the end."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, length: int = 3, truncate: bool = False) -> None:
+        self.length = length
+        self.truncate = truncate
+        self.observation_space = spaces.Box(0, np.inf, (1,), np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.t = 0
+        self.closed = False
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        self.t += 1
+        end = self.t >= self.length
+        return np.full(1, self.t, np.float32), 1.0, end and not self.truncate, end and self.truncate, {}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def register_counting_env() -> str:
+    env_id = "palaestra-test/Counting-v0"
+    if env_id not in gym.registry:
+        gym.register(env_id, entry_point=CountingEnv, disable_env_checker=True)
+    return env_id
