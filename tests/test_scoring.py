@@ -8,8 +8,8 @@ import textwrap
 
 import numpy as np
 import pytest
-from conftest import run_legacy_gym
 
+from legacy_gym import run_legacy_gym
 from palaestra.scoring import compute_graph_stats, running_mean, score_from_merged, trailing_mean
 
 

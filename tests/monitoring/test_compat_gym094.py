@@ -7,10 +7,10 @@ import textwrap
 
 import gymnasium as gym
 import pytest
-from helpers import play
+from monitoring_helpers import play
 
 import palaestra
-from conftest import run_legacy_gym
+from legacy_gym import run_legacy_gym
 
 pytestmark = pytest.mark.legacy_gym
 

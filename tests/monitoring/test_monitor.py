@@ -12,7 +12,7 @@ import textwrap
 
 import gymnasium as gym
 import pytest
-from helpers import CountingEnv, play, register_counting_env
+from monitoring_helpers import CountingEnv, play, register_counting_env
 
 import palaestra
 from palaestra.errors import MonitorError, ResetNeeded

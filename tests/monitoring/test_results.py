@@ -6,7 +6,7 @@ import json
 
 import gymnasium as gym
 import pytest
-from helpers import play
+from monitoring_helpers import play
 
 import palaestra
 from palaestra.errors import ResultsError

@@ -56,11 +56,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _StderrHandler(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time (tests swap it), one line a message."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    @property
+    def stream(self) -> object:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: object) -> None:
+        pass
+
+
 def _configure_logging(verbose: bool, quiet: bool) -> None:
-    # The command line is an application, so it may give palaestra's logger a handler; the library never does.
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    logger.addHandler(handler)
+    # The command line is an application, so it may give palaestra's logger a handler; the library never
+    # does. Installed once per process, however often main() runs.
+    if not any(isinstance(h, _StderrHandler) for h in logger.handlers):
+        logger.addHandler(_StderrHandler())
     logger.setLevel(logging.DEBUG if verbose else logging.WARNING if quiet else logging.INFO)
     logger.propagate = False
 
