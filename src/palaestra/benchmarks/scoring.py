@@ -1,0 +1,726 @@
+"""Benchmark scoring: the 2017 rules (spec §5.3, §5.4), two defects fixed, ``legacy=True`` for 2017 numbers.
+
+This is palaestra's one benchmark-scoring module: the CLI (``palaestra benchmark score``), the
+runner and the scoreboard server all call it. (Per-env "solved" statistics are a different thing and
+live in :mod:`palaestra.scoring`.)
+
+Scorers, exactly as in 2017 (``null_score`` 0.0; each returns an :class:`EvaluationScore` per
+evaluation, with one entry per task of the env):
+
+* :class:`ClipTo01ThenAverage` (``num_episodes=100``): the last ``num_episodes`` *evaluation*
+  episodes (type ``'e'``; every episode when there are none) that ended before the *training* budget
+  ran out, padded with ``reward_floor``; score = mean of ``clip((r - floor) / (ceiling - floor), 0, 1)``.
+* :class:`TotalReward`: every episode before the budget ran out (episode types ignored);
+  score = ``clip((mean(r) - floor) / (ceiling - floor), 0, 1)``.
+* :class:`RewardPerTime`: ``sum(r) / elapsed training seconds``, clipped the same way; never "solved".
+
+The budget: the first episode whose cumulative steps exceed ``max_timesteps`` (or whose cumulative
+duration exceeds ``max_seconds``) and everything after it are excluded.
+
+The two 2017 defects, fixed unless ``legacy=True``:
+
+1. **Evaluation-episode indexing** (ClipTo01ThenAverage with a budget cut-off): 2017 took the
+   *positions* of the allowed episodes within the evaluation-episode list and used them as indices
+   into the list of *all* episodes, so with interleaved training and evaluation episodes it scored
+   the first k episodes of the run (mostly training ones) instead of the k evaluation episodes. Fixed:
+   the evaluation episodes themselves are scored.
+2. **"Solved"** (the run aggregate, :func:`benchmark_aggregate_score`): 2017 counted an env as solved
+   when ``np.sum(solves)`` was truthy, i.e. when *any* scored episode of *any* task reached the
+   ceiling, although its comment says "every episode". Fixed: an env is solved when every one of its
+   trials was submitted and, in each, every task scored at least one episode and every scored
+   episode reached its task's ceiling. Episodes added as padding (ClipTo01ThenAverage with fewer
+   than ``num_episodes`` evaluation episodes) are never "solved" episodes.
+
+palaestra's data additions, also ignored with ``legacy=True`` (a 2017 training directory has none,
+so its numbers are the same either way): steps of episodes reset before they ended
+(``abandoned_steps`` with their ``abandoned_timestamps``) count toward ``max_timesteps``. The
+cumulative step count at the end of a training episode is the steps of the completed training
+episodes up to and including it *plus* every abandoned step whose reset happened at or before that
+episode's end time, so a run cannot stretch its budget by abandoning episodes. A task with no scored
+episode gets ``null_score`` (2017's TotalReward gave NaN).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from palaestra.benchmarks.registry import Benchmark, Task
+
+logger = logging.getLogger("palaestra.benchmarks")
+
+__all__ = [
+    "AggregateScore",
+    "BenchmarkScorer",
+    "BenchmarkScoringRule",
+    "ClipTo01ThenAverage",
+    "EvaluationScore",
+    "RewardPerTime",
+    "TotalReward",
+    "benchmark_aggregate_score",
+    "benchmark_score_from_local",
+    "env_solved",
+    "find_training_dirs",
+    "score_benchmark_run",
+    "score_results",
+]
+
+
+class EvaluationScore(TypedDict):
+    """The score of one evaluation (one training directory): one entry per task of its env."""
+
+    rewards: list[np.ndarray]
+    lengths: list[np.ndarray]
+    scores: list[float]
+    solves: list[np.ndarray]
+    timestamps: list[float]
+    elapsed_times: list[float]
+    initial_reset_timestamp: float
+
+
+class AggregateScore(TypedDict):
+    """:func:`benchmark_aggregate_score`: the 2017 keys, then palaestra's."""
+
+    score: float
+    num_envs_solved: int
+    start_to_finish_seconds: float
+    summed_task_wall_time: float
+    summed_training_seconds: float
+    #: env_id -> one list of per-task scores per trial (missing trials as null scores)
+    env_scores: dict[str, list[list[float]]]
+    #: env_id -> solved (by the fixed rule, or 2017's with legacy=True)
+    env_solved: dict[str, bool]
+    #: env_id -> number of evaluations that were submitted for it (before padding)
+    env_trials_submitted: dict[str, int]
+
+
+class BenchmarkScorer(Protocol):
+    """What a scoring rule provides (2017's scorer interface, plus the ``legacy`` switch)."""
+
+    @property
+    def null_score(self) -> float: ...
+
+    def score_evaluation(
+        self,
+        benchmark: Benchmark,
+        env_id: str,
+        data_sources: Sequence[int],
+        initial_reset_timestamps: Sequence[float],
+        episode_lengths: Sequence[int],
+        episode_rewards: Sequence[float],
+        episode_types: Sequence[str] | None,
+        timestamps: Sequence[float],
+        *,
+        abandoned_steps: Sequence[int] | None = None,
+        abandoned_timestamps: Sequence[float] | None = None,
+        legacy: bool = False,
+    ) -> EvaluationScore: ...
+
+    def score_benchmark(
+        self, benchmark: Benchmark, episode_scores: Mapping[str, Sequence[Sequence[float]]]
+    ) -> float: ...
+
+
+# -- shared helpers --------------------------------------------------------------------------------
+
+
+def _initial_reset_timestamp(initial_reset_timestamps: Sequence[float]) -> float:
+    return float(min(initial_reset_timestamps)) if len(initial_reset_timestamps) > 0 else 0.0
+
+
+_FEW_SOURCES = 16
+
+
+def episode_durations(
+    initial_reset_timestamps: Sequence[float], data_sources: Sequence[int], timestamps: np.ndarray
+) -> np.ndarray:
+    """How long each episode took: the time since the previous episode *of the same source* ended
+    (the source's initial reset for its first episode). Episodes whose source has no initial reset
+    timestamp get 0, as in 2017."""
+    n = len(timestamps)
+    durations = np.zeros(n)
+    if n == 0:
+        return durations
+    sources = np.asarray(data_sources, dtype=np.int64)
+    if len(sources) != n:
+        raise ValueError(f"data_sources has {len(sources)} entries but there are {n} episodes")
+    initial = np.asarray(initial_reset_timestamps, dtype=float)
+    if len(initial) <= _FEW_SOURCES:  # the usual case: a few monitors, one pass per source (as in 2017)
+        for source, initial_ts in enumerate(initial):
+            idx = np.flatnonzero(sources == source)
+            if len(idx) == n:  # every episode from this source: no gather needed
+                durations[0] = timestamps[0] - initial_ts
+                durations[1:] = np.diff(timestamps)
+            elif len(idx):
+                stamps = timestamps[idx]
+                durations[idx[0]] = stamps[0] - initial_ts
+                durations[idx[1:]] = np.diff(stamps)
+        return durations
+    order = np.argsort(sources, kind="stable")  # episodes grouped by source, in time order within each
+    s_sorted = sources[order]
+    t_sorted = timestamps[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = s_sorted[1:] != s_sorted[:-1]
+    d_sorted = np.empty(n)
+    d_sorted[1:] = t_sorted[1:] - t_sorted[:-1]
+    valid = (s_sorted >= 0) & (s_sorted < len(initial))
+    start = np.zeros(n)
+    start[valid] = initial[s_sorted[valid]]
+    d_sorted[first] = t_sorted[first] - start[first]
+    d_sorted[~valid] = 0.0
+    durations[order] = d_sorted
+    return durations
+
+
+def abandoned_steps_before(
+    timestamps: np.ndarray,
+    abandoned_steps: Sequence[int] | None,
+    abandoned_timestamps: Sequence[float] | None,
+) -> np.ndarray:
+    """For each episode end time, the abandoned steps whose reset happened at or before it."""
+    if abandoned_steps is None or len(abandoned_steps) == 0:
+        return np.zeros(len(timestamps), dtype=np.int64)
+    steps = np.asarray(abandoned_steps, dtype=np.int64)
+    stamps = np.asarray(abandoned_timestamps if abandoned_timestamps is not None else [], dtype=float)
+    if len(stamps) != len(steps):
+        raise ValueError(f"{len(steps)} abandoned_steps but {len(stamps)} abandoned_timestamps")
+    order = np.argsort(stamps, kind="stable")
+    cumulative = np.concatenate([[0], np.cumsum(steps[order])])
+    return cumulative[np.searchsorted(stamps[order], timestamps, side="right")]
+
+
+def _find_cutoff(task: Task, elapsed_timesteps: np.ndarray, elapsed_seconds: np.ndarray) -> int | None:
+    """The first episode over the task's budget (2017 ``_find_cutoffs_for_task``), or None."""
+    cutoff: int | None = None
+    if task.max_timesteps:
+        over = elapsed_timesteps > task.max_timesteps
+        if over.any():
+            cutoff = int(np.argmax(over))
+    if task.max_seconds:
+        over = elapsed_seconds > task.max_seconds
+        if over.any():
+            first = int(np.argmax(over))
+            cutoff = first if cutoff is None else min(cutoff, first)
+    return cutoff
+
+
+def _normalised(task: Task, values: np.ndarray | float) -> Any:
+    return np.clip((values - task.reward_floor) / (task.reward_ceiling - task.reward_floor), 0, 1)
+
+
+def _type_masks(
+    episode_types: Sequence[str] | np.ndarray | None, n: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(is_training, is_evaluation)`` boolean masks of the first ``n`` episode types, or None."""
+    if episode_types is None:
+        return None
+    if len(episode_types) < n:
+        raise ValueError(f"{len(episode_types)} episode_types but there are {n} episodes")
+    if isinstance(episode_types, list):
+        joined = "".join(episode_types[:n])
+        if len(joined) == n and joined.isascii():  # one character each: much faster than np.asarray(list)
+            codes = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
+            return codes == ord("t"), codes == ord("e")
+    types = np.asarray(episode_types[:n])
+    return types == "t", types == "e"
+
+
+# -- ClipTo01ThenAverage ---------------------------------------------------------------------------
+
+
+class ClipTo01ThenAverage:
+    """Benchmark scoring rule: the mean clipped score of the last ``num_episodes`` evaluation episodes.
+
+    For each task, take the last ``num_episodes`` (default 100) evaluation episodes before either
+    the ``max_seconds`` or ``max_timesteps`` limit, whichever is earlier; if there are fewer, fill in
+    the rest with ``reward_floor``. Clip each reward to ``[floor, ceiling]``, rescale to ``[0, 1]``,
+    and average. The benchmark score is the mean of all task scores.
+    """
+
+    def __init__(self, num_episodes: int = 100) -> None:
+        self.num_episodes = num_episodes
+
+    @property
+    def null_score(self) -> float:
+        """The score of a missing evaluation."""
+        return 0.0
+
+    def __repr__(self) -> str:
+        return f"ClipTo01ThenAverage(num_episodes={self.num_episodes})"
+
+    def score_evaluation(
+        self,
+        benchmark: Benchmark,
+        env_id: str,
+        data_sources: Sequence[int],
+        initial_reset_timestamps: Sequence[float],
+        episode_lengths: Sequence[int],
+        episode_rewards: Sequence[float],
+        episode_types: Sequence[str] | None,
+        timestamps: Sequence[float],
+        *,
+        abandoned_steps: Sequence[int] | None = None,
+        abandoned_timestamps: Sequence[float] | None = None,
+        legacy: bool = False,
+    ) -> EvaluationScore:
+        tasks = benchmark.task_specs(env_id)
+        initial_reset_timestamp = _initial_reset_timestamp(initial_reset_timestamps)
+        stamps = np.asarray(timestamps, dtype=float)
+        lengths = np.asarray(episode_lengths, dtype=np.int64)
+        rewards = np.asarray(episode_rewards, dtype=float)
+        n = len(stamps)
+        durations = episode_durations(initial_reset_timestamps, data_sources, stamps)
+
+        masks = _type_masks(episode_types, n)
+        if masks is None:
+            t_idx = e_idx = np.arange(n)
+        else:
+            t_idx = np.flatnonzero(masks[0])
+            e_idx = np.flatnonzero(masks[1])
+            if len(e_idx) == 0:  # no evaluation episodes: every episode is both
+                t_idx = e_idx = np.arange(n)
+
+        elapsed_timesteps = np.cumsum(lengths[t_idx])
+        if not legacy:
+            elapsed_timesteps = elapsed_timesteps + abandoned_steps_before(
+                stamps[t_idx], abandoned_steps, abandoned_timestamps
+            )
+        elapsed_seconds = np.cumsum(durations[t_idx])
+
+        result = EvaluationScore(
+            rewards=[],
+            lengths=[],
+            scores=[],
+            solves=[],
+            timestamps=[],
+            elapsed_times=[],
+            initial_reset_timestamp=initial_reset_timestamp,
+        )
+        for task in tasks:
+            cutoff = _find_cutoff(task, elapsed_timesteps, elapsed_seconds)
+            if cutoff is None:
+                allowed = e_idx
+            elif legacy:
+                # 2017: positions within e_idx, later used as indices into *all* episodes
+                allowed = np.flatnonzero(e_idx < t_idx[cutoff])
+            else:
+                allowed = e_idx[e_idx < t_idx[cutoff]]
+
+            reward = rewards[allowed][-self.num_episodes :]
+            length = lengths[allowed][-self.num_episodes :]
+            scored = len(reward)
+            if scored < self.num_episodes:
+                extra = self.num_episodes - scored
+                reward = np.concatenate([reward, np.full(extra, float(task.reward_floor))])
+                length = np.concatenate([length, np.zeros(extra, dtype=np.int64)])
+            solved = reward >= task.reward_ceiling
+            if not legacy:
+                solved[scored:] = False  # padding is not a solved episode
+            result["scores"].append(float(np.mean(_normalised(task, reward))))
+            result["solves"].append(solved)
+            result["rewards"].append(reward)
+            result["lengths"].append(length)
+
+            if len(allowed) > 0 and len(t_idx) > 0:
+                last = cutoff if cutoff is not None else len(elapsed_seconds) - 1
+                result["timestamps"].append(float(stamps[t_idx[last]]))
+                result["elapsed_times"].append(float(elapsed_seconds[last]))
+            elif len(allowed) > 0:  # only evaluation episodes (2017 raised IndexError here)
+                result["timestamps"].append(float(stamps[allowed[-1]]))
+                result["elapsed_times"].append(0.0)
+            else:  # nothing to score: the last valid timestamp is the start
+                result["timestamps"].append(initial_reset_timestamp)
+                result["elapsed_times"].append(0.0)
+        return result
+
+    def score_benchmark(
+        self, benchmark: Benchmark, episode_scores: Mapping[str, Sequence[Sequence[float]]]
+    ) -> float:
+        """The mean of every task score of every trial of every env."""
+        return _mean_of_all(episode_scores)
+
+
+def _mean_of_all(episode_scores: Mapping[str, Sequence[Sequence[float]]]) -> float:
+    all_scores = [float(s) for trials in episode_scores.values() for trial in trials for s in trial]
+    if not all_scores:
+        return math.nan  # np.mean([]) in 2017, without the warning
+    return float(np.mean(all_scores))
+
+
+# -- TotalReward and RewardPerTime -----------------------------------------------------------------
+
+ScoreAndSolved = Callable[["Task", np.ndarray, np.ndarray, bool], "tuple[float, np.ndarray]"]
+
+
+class BenchmarkScoringRule:
+    """The base of :class:`TotalReward` and :class:`RewardPerTime`: every episode (of any type) before
+    the budget ran out is passed to ``score_and_solved_func(task, rewards, elapsed_seconds, legacy)``."""
+
+    def __init__(self, score_and_solved_func: ScoreAndSolved) -> None:
+        self.score_and_solved_func = score_and_solved_func
+
+    @property
+    def null_score(self) -> float:
+        """The score of a missing evaluation."""
+        return 0.0
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+    def score_evaluation(
+        self,
+        benchmark: Benchmark,
+        env_id: str,
+        data_sources: Sequence[int],
+        initial_reset_timestamps: Sequence[float],
+        episode_lengths: Sequence[int],
+        episode_rewards: Sequence[float],
+        episode_types: Sequence[str] | None,
+        timestamps: Sequence[float],
+        *,
+        abandoned_steps: Sequence[int] | None = None,
+        abandoned_timestamps: Sequence[float] | None = None,
+        legacy: bool = False,
+    ) -> EvaluationScore:
+        tasks = benchmark.task_specs(env_id)
+        initial_reset_timestamp = _initial_reset_timestamp(initial_reset_timestamps)
+        stamps = np.asarray(timestamps, dtype=float)
+        lengths = np.asarray(episode_lengths, dtype=np.int64)
+        rewards = np.asarray(episode_rewards, dtype=float)
+        durations = episode_durations(initial_reset_timestamps, data_sources, stamps)
+
+        elapsed_timesteps = np.cumsum(lengths)
+        if not legacy:
+            elapsed_timesteps = elapsed_timesteps + abandoned_steps_before(
+                stamps, abandoned_steps, abandoned_timestamps
+            )
+        elapsed_seconds = np.cumsum(durations)
+
+        result = EvaluationScore(
+            rewards=[],
+            lengths=[],
+            scores=[],
+            solves=[],
+            timestamps=[],
+            elapsed_times=[],
+            initial_reset_timestamp=initial_reset_timestamp,
+        )
+        for task in tasks:
+            cutoff = _find_cutoff(task, elapsed_timesteps, elapsed_seconds)
+            end = len(lengths) if cutoff is None else cutoff
+            reward = rewards[:end]
+            score, solved = self.score_and_solved_func(task, reward, elapsed_seconds[:end], legacy)
+            result["scores"].append(score)
+            result["solves"].append(solved)
+            result["rewards"].append(reward)
+            result["lengths"].append(lengths[:end])
+            if np.any(stamps[:end]):
+                result["timestamps"].append(float(stamps[end - 1]))
+                result["elapsed_times"].append(float(elapsed_seconds[end - 1]))
+            else:  # no valid episode: the last valid timestamp is the start
+                result["timestamps"].append(initial_reset_timestamp)
+                result["elapsed_times"].append(0.0)
+        return result
+
+    def score_benchmark(
+        self, benchmark: Benchmark, episode_scores: Mapping[str, Sequence[Sequence[float]]]
+    ) -> float:
+        """The mean of every task score of every trial of every env."""
+        return _mean_of_all(episode_scores)
+
+
+def total_reward_from_episode_rewards(
+    task: Task, reward: np.ndarray, elapsed_seconds: np.ndarray, legacy: bool = False
+) -> tuple[float, np.ndarray]:
+    """TotalReward: the mean episode reward, normalised and clipped to [0, 1]."""
+    solved = reward >= task.reward_ceiling
+    if len(reward) == 0:
+        if not legacy:
+            return 0.0, solved
+        with warnings.catch_warnings():  # 2017: np.mean([]) -> nan
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return float(_normalised(task, np.mean(reward))), solved
+    return float(_normalised(task, np.mean(reward))), solved
+
+
+class TotalReward(BenchmarkScoringRule):
+    """Score = ``clip((mean episode reward - floor) / (ceiling - floor), 0, 1)`` over the episodes
+    before the budget ran out."""
+
+    def __init__(self) -> None:
+        super().__init__(total_reward_from_episode_rewards)
+
+
+def reward_per_time_from_episode_rewards(
+    task: Task, reward: np.ndarray, elapsed_seconds: np.ndarray, legacy: bool = False
+) -> tuple[float, np.ndarray]:
+    """RewardPerTime: total reward / elapsed seconds, normalised and clipped; never solved."""
+    solved = np.zeros(len(reward))
+    reward_per_second = float(np.sum(reward) / elapsed_seconds[-1]) if np.any(elapsed_seconds) else 0.0
+    return float(_normalised(task, reward_per_second)), solved
+
+
+class RewardPerTime(BenchmarkScoringRule):
+    """Score = ``clip((total reward / training seconds - floor) / (ceiling - floor), 0, 1)``."""
+
+    def __init__(self) -> None:
+        super().__init__(reward_per_time_from_episode_rewards)
+
+
+# -- one evaluation from a results mapping ---------------------------------------------------------
+
+
+def score_results(
+    benchmark: Benchmark, env_id: str, results: Mapping[str, Any], legacy: bool = False
+) -> EvaluationScore:
+    """Score a results-like mapping (what :func:`palaestra.load_results` returns, or an uploaded
+    episode batch) against ``env_id``'s tasks.
+
+    Needs ``episode_lengths``, ``episode_rewards`` and ``timestamps``; ``episode_types``,
+    ``data_sources`` (default: all from one source), ``initial_reset_timestamps`` (default:
+    ``[initial_reset_timestamp]``, else the first timestamp), ``abandoned_steps`` and
+    ``abandoned_timestamps`` are optional.
+    """
+    timestamps = results["timestamps"]
+    initial = results.get("initial_reset_timestamps")
+    if initial is None:
+        single = results.get("initial_reset_timestamp")
+        if single is None and len(timestamps):
+            single = timestamps[0]
+        initial = [] if single is None else [single]
+    sources = results.get("data_sources")
+    if sources is None:
+        sources = [0] * len(timestamps)
+    return benchmark.score_evaluation(
+        env_id,
+        sources,
+        initial,
+        results["episode_lengths"],
+        results["episode_rewards"],
+        results.get("episode_types"),
+        timestamps,
+        abandoned_steps=results.get("abandoned_steps"),
+        abandoned_timestamps=results.get("abandoned_timestamps"),
+        legacy=legacy,
+    )
+
+
+# -- the run aggregate (§5.4) ----------------------------------------------------------------------
+
+
+def _legacy_solved_count(solves: Sequence[np.ndarray]) -> float:
+    # 2017: np.sum(result['solves']); summed per task so that tasks of different lengths also work
+    return float(sum(np.sum(s) for s in solves))
+
+
+def env_solved(result: EvaluationScore) -> bool:
+    """The fixed rule for one evaluation: every task scored an episode and every scored episode
+    reached the ceiling."""
+    return bool(result["solves"]) and all(len(s) > 0 and bool(np.all(s)) for s in result["solves"])
+
+
+def benchmark_aggregate_score(
+    benchmark: Benchmark,
+    env_id_to_benchmark_results: Mapping[str, Sequence[EvaluationScore]],
+    legacy: bool = False,
+) -> AggregateScore:
+    """Aggregate a benchmark run: ``{env_id: [one EvaluationScore per trial, ...]}``.
+
+    For each env of the benchmark, the first ``trials`` evaluations count (extra ones are ignored,
+    missing ones score ``null_score`` for every task and make the env unsolved). Returns the 2017
+    keys ``score`` (the scorer's mean over every task score), ``num_envs_solved``,
+    ``start_to_finish_seconds``, ``summed_task_wall_time`` and ``summed_training_seconds``, then
+    ``env_scores``, ``env_solved`` and ``env_trials_submitted``.
+    """
+    scores: dict[str, list[list[float]]] = {}
+    solves: dict[str, Any] = {}
+    submitted: dict[str, int] = {}
+    start_times: list[float] = []
+    end_times: list[float] = []
+    elapsed_times: list[float] = []
+    for env_id in benchmark.env_id_order:
+        task_list = benchmark.task_specs(env_id)
+        num_trials = task_list[0].trials
+        results = list(env_id_to_benchmark_results.get(env_id, []))
+        submitted[env_id] = len(results)
+        env_scores = scores.setdefault(env_id, [])
+        for trial in range(num_trials):
+            if trial < len(results):
+                result = results[trial]
+                env_scores.append([float(s) for s in result["scores"]])
+                solved = solves.setdefault(env_id, True)
+                if legacy:
+                    solves[env_id] = solved and _legacy_solved_count(result["solves"])
+                else:
+                    solves[env_id] = bool(solved) and env_solved(result)
+                start_times.append(float(result["initial_reset_timestamp"]))
+                end_times.append(float(max(result["timestamps"])))
+                elapsed_times.extend(float(t) for t in result["elapsed_times"])
+            else:
+                env_scores.append([benchmark.scorer.null_score for _ in task_list])
+                solves[env_id] = False
+
+    return AggregateScore(
+        score=benchmark.score_benchmark(scores),
+        num_envs_solved=len([s for s in solves.values() if s]),
+        start_to_finish_seconds=(max(end_times) - min(start_times)) if end_times and start_times else 0.0,
+        summed_task_wall_time=float(
+            np.sum([end - start for end, start in zip(end_times, start_times, strict=True)])
+        ),
+        summed_training_seconds=float(np.sum(elapsed_times)),
+        env_scores=scores,
+        env_solved={env_id: bool(s) for env_id, s in solves.items()},
+        env_trials_submitted=submitted,
+    )
+
+
+# -- scoring a whole benchmark run (the scoreboard server's and the CLI's entry points) ------------
+
+
+def _task_key(env_id: str, index: int, count: int) -> str:
+    return env_id if count == 1 else f"{env_id}[{index}]"
+
+
+def score_benchmark_run(
+    benchmark_id: str | Benchmark,
+    evaluations: Sequence[tuple[str, Mapping[str, Any]]],
+    legacy: bool = False,
+    reps: int | None = None,
+    seed: int | None = 0,
+) -> dict[str, Any]:
+    """Score a benchmark run from its evaluations' episode batches.
+
+    ``evaluations`` is a list of ``(env_id, results)``, one per trial, in trial order per env;
+    ``results`` is a results-like mapping (see :func:`score_results`). An env id that is not in the
+    benchmark raises :class:`~palaestra.errors.Unregistered`.
+
+    Returns a JSON-ready dict:
+
+    * ``benchmark_id``, ``legacy``;
+    * the 2017 aggregate: ``score``, ``num_envs_solved``, ``start_to_finish_seconds``,
+      ``summed_task_wall_time``, ``summed_training_seconds``;
+    * ``tasks``: one entry per task, in benchmark order: ``key`` (the env id, or ``env_id[i]`` when
+      an env has several tasks), ``env_id``, ``task_index``, ``trials``, ``reward_floor``,
+      ``reward_ceiling``, ``max_timesteps``, ``max_seconds``, ``trial_scores`` (one per trial,
+      missing trials as 0.0), ``mean_score``, ``trials_submitted``, ``env_solved``, ``available``;
+    * ``statistics``: ``iqm``, ``mean``, ``median``, ``optimality_gap``, each
+      ``{value, low, high, confidence}`` (stratified bootstrap 95% percentile intervals over the
+      trial scores of every task), plus ``num_runs``, ``reps`` and ``seed``. ``mean`` is the mean
+      over tasks of each task's mean (rliable's), while ``score`` is 2017's mean over every
+      task-trial score; they differ when tasks have different numbers of trials. The intervals are
+      left out when a score is NaN (only possible with ``legacy=True``).
+    """
+    from palaestra.benchmarks.registry import benchmark_spec, env_available
+    from palaestra.benchmarks.statistics import DEFAULT_REPS, interval_estimates
+
+    benchmark = benchmark_spec(benchmark_id) if isinstance(benchmark_id, str) else benchmark_id
+    per_env: dict[str, list[EvaluationScore]] = {}
+    for env_id, results in evaluations:
+        per_env.setdefault(env_id, []).append(score_results(benchmark, env_id, results, legacy=legacy))
+    aggregate = benchmark_aggregate_score(benchmark, per_env, legacy=legacy)
+
+    tasks_out: list[dict[str, Any]] = []
+    table: dict[str, list[float]] = {}
+    for env_id in benchmark.env_id_order:
+        specs = benchmark.task_specs(env_id)
+        trial_lists = aggregate["env_scores"][env_id]
+        available = env_available(env_id)
+        for index, task in enumerate(specs):
+            key = _task_key(env_id, index, len(specs))
+            trial_scores = [trial[index] for trial in trial_lists]
+            table[key] = trial_scores
+            tasks_out.append(
+                {
+                    "key": key,
+                    "env_id": env_id,
+                    "task_index": index,
+                    **task.to_dict(),
+                    "trial_scores": trial_scores,
+                    "mean_score": float(np.mean(trial_scores)),
+                    "trials_submitted": aggregate["env_trials_submitted"][env_id],
+                    "env_solved": aggregate["env_solved"].get(env_id, False),
+                    "available": available,
+                }
+            )
+
+    reps = DEFAULT_REPS if reps is None else reps
+    statistics: dict[str, Any] = {"num_runs": sum(len(v) for v in table.values()), "reps": reps, "seed": seed}
+    finite = all(math.isfinite(s) for v in table.values() for s in v)
+    if table and finite:
+        for name, interval in interval_estimates(table, reps=reps, seed=seed).items():
+            statistics[name] = interval.to_dict()
+    return {
+        "benchmark_id": benchmark.id,
+        "legacy": legacy,
+        "score": float(aggregate["score"]),
+        "num_envs_solved": aggregate["num_envs_solved"],
+        "start_to_finish_seconds": float(aggregate["start_to_finish_seconds"]),
+        "summed_task_wall_time": float(aggregate["summed_task_wall_time"]),
+        "summed_training_seconds": float(aggregate["summed_training_seconds"]),
+        "tasks": tasks_out,
+        "statistics": statistics,
+    }
+
+
+def _natural_key(path: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
+
+
+def find_training_dirs(training_dir: str) -> list[str]:
+    """Every directory under ``training_dir`` (itself included) that holds a manifest, in natural order."""
+    from palaestra.monitoring import detect_training_manifests
+
+    found = []
+    for name, _, files in os.walk(training_dir):
+        if detect_training_manifests(name, files=files):
+            found.append(name)
+    return sorted(found, key=_natural_key)
+
+
+def benchmark_score_from_local(
+    benchmark_id: str | Benchmark,
+    training_dir: str | os.PathLike[str],
+    legacy: bool = False,
+    reps: int | None = None,
+    seed: int | None = 0,
+) -> dict[str, Any]:
+    """Score the benchmark run stored under ``training_dir``: one evaluation per directory that holds
+    a manifest (as the runner lays them out, ``{env_id}-{trial}``), trials in natural name order.
+
+    Directories of env ids that are not in the benchmark are skipped with a warning. Returns
+    :func:`score_benchmark_run`'s dict, plus ``directories`` (the scored ones) and ``skipped``.
+    """
+    from palaestra.benchmarks.registry import benchmark_spec
+    from palaestra.errors import ResultsError
+    from palaestra.monitoring import load_results
+
+    benchmark = benchmark_spec(benchmark_id) if isinstance(benchmark_id, str) else benchmark_id
+    root = os.fspath(training_dir)
+    if not os.path.isdir(root):
+        raise ResultsError(f"Benchmark run directory {root} does not exist or is not a directory")
+    evaluations: list[tuple[str, Mapping[str, Any]]] = []
+    used: list[str] = []
+    skipped: list[str] = []
+    for directory in find_training_dirs(root):
+        results = load_results(directory)
+        env_id = results["env_info"]["env_id"]
+        if env_id not in benchmark.env_ids:
+            logger.warning(
+                "Skipping %s: its env %s is not part of benchmark %s", directory, env_id, benchmark.id
+            )
+            skipped.append(directory)
+            continue
+        evaluations.append((env_id, results))
+        used.append(directory)
+    scored = score_benchmark_run(benchmark, evaluations, legacy=legacy, reps=reps, seed=seed)
+    scored["directories"] = used
+    scored["skipped"] = skipped
+    return scored

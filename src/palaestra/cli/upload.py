@@ -1,0 +1,64 @@
+"""``palaestra upload DIR [--algorithm ID] [--writeup URL] [--benchmark ID] [--server URL]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from palaestra.errors import ConfigurationError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "upload",
+        help="upload a training directory to a scoreboard server",
+        description="Upload a training directory (or, with --benchmark, a directory of runs) to a palaestra "
+        "scoreboard server. Prints the web page's URL, then the evaluation (or benchmark run) id on the last "
+        "line. Running it again after a failure never makes a second evaluation.",
+        epilog="The server and API key come from --server / $PALAESTRA_SERVER / $OPENAI_GYM_API_BASE and "
+        "$PALAESTRA_API_KEY / $OPENAI_GYM_API_KEY, else from 'palaestra login'.",
+    )
+    parser.add_argument("directory", metavar="DIR", help="the training directory a Monitor recorded into")
+    parser.add_argument("--algorithm", metavar="ID", help="algorithm id or name (a new name creates one)")
+    parser.add_argument("--writeup", metavar="URL", help="a URL describing the run")
+    parser.add_argument(
+        "--benchmark", metavar="ID", help="upload every sub-directory as one evaluation of a benchmark run"
+    )
+    parser.add_argument(
+        "--tags", metavar="JSON", help="tags of a benchmark run, a JSON object: '{\"lr\": 0.01}'"
+    )
+    parser.add_argument("--server", metavar="URL", help="scoreboard base URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--skip-videos", action="store_true", help="upload the episode statistics only")
+    parser.set_defaults(handler=_upload)
+
+
+def _parse_tags(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        tags = json.loads(text)
+    except ValueError as e:
+        raise ConfigurationError(f"--tags must be a JSON object such as '{{\"lr\": 0.01}}' ({e})") from None
+    if not isinstance(tags, dict):
+        raise ConfigurationError("--tags must be a JSON object such as '{\"lr\": 0.01}'")
+    return tags
+
+
+def _upload(args: argparse.Namespace) -> int:
+    from palaestra.scoreboard.client import ScoreboardClient
+
+    tags = _parse_tags(args.tags)
+    with ScoreboardClient.from_config(args.server) as client:
+        object_id = client.upload(
+            args.directory,
+            algorithm_id=args.algorithm,
+            writeup=args.writeup,
+            tags=tags,
+            benchmark_id=args.benchmark,
+            skip_videos=args.skip_videos,
+        )
+        if client.last_web_url:
+            print(client.last_web_url)
+    print(object_id)
+    return 0

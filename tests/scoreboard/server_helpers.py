@@ -1,0 +1,304 @@
+"""Helpers for the scoreboard service tests: documents, archives and the raw /v1 upload flow."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
+from palaestra.scoreboard import protocol
+
+_MP4_CACHE: dict[tuple[int, int], bytes] = {}
+
+STARTUP_TIMEOUT_S = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _palaestra_cmd() -> list[str]:
+    return [sys.executable, "-m", "palaestra"]
+
+
+class ScoreboardServer:
+    """A ``palaestra server`` subprocess and the first user's API key."""
+
+    def __init__(
+        self,
+        data_dir: Path,
+        database_url: str | None = None,
+        storage: str | None = None,
+        env: Mapping[str, str] | None = None,
+        args: Sequence[str] = (),
+        port: int | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.database_url = database_url
+        self.storage = storage
+        self.args = list(args)
+        self.env = dict(os.environ)
+        self.env.update({"PALAESTRA_DATA_DIR": str(self.data_dir), "PALAESTRA_PUBLIC_URL": self.url})
+        self.env.pop("PALAESTRA_DATABASE_URL", None)
+        self.env.pop("PALAESTRA_STORAGE", None)
+        if database_url:
+            self.env["PALAESTRA_DATABASE_URL"] = database_url
+        if storage:
+            self.env["PALAESTRA_STORAGE"] = storage
+        self.env.update(env or {})
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log_path = self.data_dir / "server.log"
+        self.api_key = ""
+
+    # -- process control ---------------------------------------------------------------------------
+
+    def start(self) -> ScoreboardServer:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115  (kept open by the child)
+        self.proc = subprocess.Popen(
+            [*_palaestra_cmd(), "server", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        self._wait_ready()
+        if not self.api_key:
+            self.api_key = self.create_user("tester")
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        assert self.proc is not None
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"palaestra server exited with {self.proc.returncode}:\n{self.log()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{self.url}/v1/health", timeout=2).status_code == 200:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"palaestra server did not answer within {STARTUP_TIMEOUT_S}s:\n{self.log()}")
+
+    def log(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-5000:]
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=15)
+
+    def restart(self) -> ScoreboardServer:
+        """Stop (if running) and start again on the same port, database and store."""
+        self.stop()
+        return self.start()
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    def palaestra(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Run ``palaestra ARGS`` with this server's database/storage environment."""
+        result = subprocess.run(
+            [*_palaestra_cmd(), *args], env=self.env, capture_output=True, text=True, timeout=120
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"palaestra {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
+        return result
+
+    def create_user(self, name: str) -> str:
+        """Create a user directly in the server's database (in this process: fast); returns its key."""
+        from palaestra.scoreboard.server import auth
+        from palaestra.scoreboard.server.config import resolve_config
+        from palaestra.scoreboard.server.db import Database
+
+        db = Database(resolve_config(environ=self.env).database_url)
+        try:
+            return auth.create_user(db, name)[1]
+        finally:
+            db.dispose()
+
+    def create_user_cli(self, name: str) -> str:
+        """Create a user with ``palaestra users create NAME``; the key is the last line it prints."""
+        out = self.palaestra("users", "create", name).stdout.strip().splitlines()
+        return out[-1].strip()
+
+    def headers(self, key: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key or self.api_key}"}
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """An ``httpx.Client`` on ``.url`` sending this server's API key."""
+        return httpx.Client(base_url=self.url, headers=self.headers(), timeout=60, **kwargs)
+
+
+def make_batch(n: int = 10, reward: float = 1.0, t0: float = 1_700_000_000.0) -> dict[str, Any]:
+    """An episode-batch document of ``n`` training episodes."""
+    return {
+        "data_sources": [0] * n,
+        "episode_lengths": [10 + i % 5 for i in range(n)],
+        "episode_rewards": [reward + (i % 3) for i in range(n)],
+        "episode_types": ["t"] * n,
+        "initial_reset_timestamps": [t0],
+        "timestamps": [t0 + 1 + i for i in range(n)],
+    }
+
+
+def ansi_recording(frames: int = 3) -> bytes:
+    return json.dumps(
+        {
+            "version": 1,
+            "width": 4,
+            "height": 4,
+            "duration": frames * 0.1,
+            "command": "-",
+            "title": "t",
+            "env": {},
+            "stdout": [[0.1, f"frame {i}\r\n"] for i in range(frames)],
+        }
+    ).encode()
+
+
+def make_mp4(frames: int = 5, seed: int = 0) -> bytes:
+    """A small real H.264 mp4 (made with the ffmpeg imageio-ffmpeg ships); distinct per ``seed``."""
+    if (frames, seed) not in _MP4_CACHE:
+        import tempfile
+
+        import imageio_ffmpeg
+
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "v.mp4"
+            subprocess.run(
+                [
+                    imageio_ffmpeg.get_ffmpeg_exe(),
+                    "-v",
+                    "error",
+                    "-y",
+                    "-f",
+                    "lavfi",
+                    "-i",
+                    f"color=c=0x{(seed * 2654435761) % 0xFFFFFF:06x}:size=32x32:rate=10",
+                    "-frames:v",
+                    str(frames),
+                    "-pix_fmt",
+                    "yuv420p",
+                    "-c:v",
+                    "libx264",
+                    str(out),
+                ],
+                check=True,
+                capture_output=True,
+            )
+            _MP4_CACHE[(frames, seed)] = out.read_bytes()
+    return _MP4_CACHE[(frames, seed)]
+
+
+def tar_gz(members: list[tuple[str, bytes]] | list[tarfile.TarInfo | tuple[str, bytes]]) -> bytes:
+    """A tar.gz of ``(name, bytes)`` members (or raw TarInfo entries for links, devices...)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for m in members:
+            if isinstance(m, tarfile.TarInfo):
+                tar.addfile(m)
+                continue
+            name, data = m
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def video_archive(count: int = 2, kind: str = "ansi", seed: int = 0) -> bytes:
+    """A video archive in the 2017 format (``kind``: ``ansi`` JSON recordings or ``mp4``)."""
+    members: list[tuple[str, bytes]] = []
+    pairs = []
+    for i in range(count):
+        base = f"openaigym.video.0.1.video{i:06}"
+        if kind == "mp4":
+            name, data, ct = base + ".mp4", make_mp4(seed=seed * 1000 + i), CONTENT_TYPE_MP4
+        else:
+            name, data, ct = base + ".json", ansi_recording(), CONTENT_TYPE_ANSI
+        meta = base + ".meta.json"
+        members += [(name, data), (meta, json.dumps({"episode_id": i, "content_type": ct}).encode())]
+        pairs.append([name, meta])
+    members.append(("manifest.json", json.dumps({"version": 0, "videos": pairs}).encode()))
+    return tar_gz(members)
+
+
+def create_file(client: httpx.Client, purpose: str, **headers: str) -> dict[str, Any]:
+    body: dict[str, Any] = {"purpose": purpose}
+    if purpose == "video":
+        body["content_type"] = protocol.VIDEO_ARCHIVE_CONTENT_TYPE
+    r = client.post("/v1/files", json=body, headers=headers)
+    assert r.status_code == 201, r.text
+    doc: dict[str, Any] = r.json()
+    return doc
+
+
+def post_upload(file_obj: dict[str, Any], data: bytes, timeout: float = 60) -> httpx.Response:
+    """POST ``data`` to the file's ``post_url`` the way the 2017 client does (no API headers)."""
+    return httpx.post(
+        file_obj["post_url"], data=file_obj["post_fields"], files={"file": ("file", data)}, timeout=timeout
+    )
+
+
+def upload(client: httpx.Client, purpose: str, data: bytes) -> str:
+    f = create_file(client, purpose)
+    r = post_upload(f, data)
+    assert r.status_code == 204, r.text
+    return str(f["id"])
+
+
+def upload_evaluation(
+    client: httpx.Client,
+    env: str = "CartPole-v1",
+    batch: dict[str, Any] | None = None,
+    videos: bytes | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """The whole 2017 flow: episode batch, optional video archive, evaluation; the evaluation object."""
+    body: dict[str, Any] = {"env": env, **fields}
+    body["training_episode_batch"] = upload(
+        client, "episode_batch", json.dumps(batch or make_batch()).encode()
+    )
+    if videos is not None:
+        body["training_video"] = upload(client, "video", videos)
+    r = client.post("/v1/evaluations", json=body)
+    assert r.status_code == 201, r.text
+    doc: dict[str, Any] = r.json()
+    return doc
+
+
+def wait_until(predicate: Any, timeout: float = 30, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError("condition not met in time")

@@ -1,0 +1,187 @@
+"""The scoreboard's pages in headless Chromium, as a person would look at them.
+
+The server is filled by real uploads (see conftest.py). Each test saves a screenshot under
+test-artifacts/web/.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from conftest import HOSTILE_NAME, PageRecord, Uploads, screenshot
+
+pytestmark = pytest.mark.browser
+
+Page = tuple[Any, PageRecord]
+
+#: Counts pixels of the running-mean colour (#1f6feb) and of the threshold's red (#d1242f) on a canvas.
+COUNT_PIXELS_JS = """(selector) => {
+  const canvas = document.querySelector(selector);
+  const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  let blue = 0, red = 0;
+  for (let i = 0; i < data.length; i += 4) {
+    const [r, g, b, a] = [data[i], data[i + 1], data[i + 2], data[i + 3]];
+    if (a > 200 && Math.abs(r - 31) < 25 && Math.abs(g - 111) < 25 && Math.abs(b - 235) < 25) blue++;
+    if (a > 200 && Math.abs(r - 209) < 25 && Math.abs(g - 36) < 25 && Math.abs(b - 47) < 25) red++;
+  }
+  return {blue, red};
+}"""
+
+
+def poll(pg: Any, expression: str, timeout_s: float = 15.0) -> None:
+    """Wait until ``expression`` is truthy in the page.
+
+    (Playwright's ``wait_for_function`` evaluates its predicate with ``eval``, which the pages'
+    Content-Security-Policy forbids, as it should; ``evaluate`` goes through the debugger instead.)
+    """
+    deadline = time.monotonic() + timeout_s
+    while not pg.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout_s} s: {expression}")
+        pg.wait_for_timeout(100)
+
+
+def _no_page_errors(record: PageRecord) -> None:
+    assert record.errors == [], f"JavaScript errors: {record.errors}"
+    problems = [m for m in record.console if m.startswith("error")]
+    assert problems == [], f"console errors (CSP violations, failed loads): {problems}"
+
+
+def test_leaderboard_order_and_hostile_algorithm_name(page: Page, web_server: Any, uploads: Uploads) -> None:
+    pg, record = page
+    pg.goto(f"{web_server.url}/envs/CartPole-v0")
+    assert "CartPole-v0 defines solving as an average reward of 195.0 over 100 consecutive episodes." in (
+        pg.locator("#solving-rule").inner_text()
+    )
+    ids = pg.locator("table.leaderboard tbody tr td:last-child a").all_inner_texts()
+    # the benchmark runs' CartPole-v0 evaluations (fewer than 100 episodes, so no mean) come last
+    assert ids[:3] == uploads.cartpole, "fewest episodes before solve first, then the unsolved by mean"
+    assert len(ids) == 3 + len(uploads.benchmark_runs)
+    episodes = pg.locator("table.leaderboard tbody tr td:nth-child(4)").all_inner_texts()
+    assert int(episodes[0]) < int(episodes[1]) and episodes[2] == "—"
+
+    # the hostile name is text: no <img src=x>, no injected <script>, and no dialog ever fires
+    algorithms = pg.locator("table.leaderboard td.alg").all_inner_texts()
+    assert algorithms[1] == HOSTILE_NAME
+    assert pg.locator('img[src="x"]').count() == 0
+    assert pg.locator("script:not([src]):not([type='application/json'])").count() == 0
+    pg.wait_for_timeout(300)
+    assert record.dialogs == []
+    screenshot(pg, "env-leaderboard")
+
+    # sort by the best mean (a header link), then the evaluation page of the hostile row
+    pg.locator("table.leaderboard th a", has_text="Best 100-episode mean").click()
+    pg.wait_for_url("**sort=mean**")
+    means = [float(t.split("±")[0]) for t in pg.locator("table.leaderboard td:nth-child(5)").all_inner_texts()
+             if t.strip() != "—"]
+    assert means == sorted(means, reverse=True)
+    pg.goto(f"{web_server.url}/evaluations/{uploads.cartpole[1]}")
+    assert pg.locator("dd.alg").inner_text() == HOSTILE_NAME
+    assert pg.locator('img[src="x"]').count() == 0
+    pg.wait_for_timeout(300)
+    assert record.dialogs == []
+    _no_page_errors(record)
+
+
+def test_learning_curves_are_drawn(page: Page, web_server: Any, uploads: Uploads) -> None:
+    pg, record = page
+    pg.goto(f"{web_server.url}/evaluations/{uploads.cartpole[0]}")
+    chart = pg.locator("#chart-reward[data-points]")
+    chart.wait_for()
+    assert chart.get_attribute("data-points") == "101"  # one point per training episode
+    assert chart.get_attribute("data-series") == "3"  # per episode, running mean, threshold
+    assert pg.evaluate("window.palaestraCharts[0].data[1].length") == 101
+    pixels = pg.evaluate(COUNT_PIXELS_JS, "#chart-reward canvas")
+    assert pixels["blue"] > 300, f"the running mean was not drawn: {pixels}"
+    assert pixels["red"] > 100, f"the threshold line was not drawn: {pixels}"
+    length_pixels = pg.evaluate(COUNT_PIXELS_JS, "#chart-length canvas")
+    assert length_pixels["blue"] > 300 and length_pixels["red"] == 0
+    screenshot(pg, "evaluation-cartpole")
+
+    pg.get_by_label("timestep").check()
+    pg.locator("#chart-reward[data-x=timestep]").wait_for()
+    assert "against timestep" in pg.locator("#chart-reward .u-title").inner_text()
+    pg.get_by_label("wall-clock seconds").check()
+    pg.locator("#chart-length[data-x=seconds]").wait_for()
+    assert pg.evaluate(COUNT_PIXELS_JS, "#chart-reward canvas")["blue"] > 300
+    _no_page_errors(record)
+
+
+def test_mp4_video_loads_and_plays(page: Page, web_server: Any, uploads: Uploads) -> None:
+    pg, record = page
+    pg.goto(f"{web_server.url}/evaluations/{uploads.cartpole[0]}")
+    video = pg.locator("figure.video video")
+    assert video.count() == 1
+    can_play = pg.evaluate("document.createElement('video').canPlayType('video/mp4; codecs=\"avc1.42E01E\"')")
+    if not can_play:
+        pytest.skip("this Chromium build cannot decode H.264 (no proprietary codecs)")
+    poll(pg, "document.querySelector('figure.video video').readyState >= 1")
+    duration = pg.evaluate("document.querySelector('figure.video video').duration")
+    assert duration > 0
+    pg.evaluate("(async () => { const v = document.querySelector('figure.video video'); v.muted = true; "
+                "await v.play(); })()")
+    poll(pg, "(() => { const v = document.querySelector('figure.video video'); "
+             "return v.readyState >= 2 && (v.currentTime > 0 || v.ended); })()")
+    size = pg.evaluate("[document.querySelector('figure.video video').videoWidth, "
+                       "document.querySelector('figure.video video').videoHeight]")
+    assert size == [600, 400]
+    video.scroll_into_view_if_needed()
+    screenshot(pg, "evaluation-video", full_page=False)
+    _no_page_errors(record)
+
+
+def test_terminal_player_shows_a_frame(page: Page, web_server: Any, uploads: Uploads) -> None:
+    pg, record = page
+    pg.goto(f"{web_server.url}/evaluations/{uploads.frozenlake}")
+    players = pg.locator(".terminal-player")
+    assert players.count() == 2
+    # the poster frame: FrozenLake's 4x4 map (rows FHFH, FFFH, HFFG) drawn by asciinema-player
+    poll(pg, "document.querySelector('.terminal-player').innerText.includes('FHFH')")
+    text = players.first.inner_text()
+    assert "FFFH" in text and "HFFG" in text
+    players.first.scroll_into_view_if_needed()
+    screenshot(pg, "evaluation-terminal")
+    _no_page_errors(record)
+
+
+def test_home_and_benchmark_pages(page: Page, web_server: Any, uploads: Uploads) -> None:
+    pg, record = page
+    pg.goto(web_server.url)
+    row = pg.locator("table.envs tr", has=pg.get_by_role("link", name="CartPole-v0", exact=True))
+    assert row.locator("td.num").first.inner_text() == str(3 + len(uploads.benchmark_runs))
+    assert "solved after" in row.inner_text()
+    screenshot(pg, "home")
+
+    pg.goto(f"{web_server.url}/benchmarks/ClassicControl2-v1")
+    runs = pg.locator("table.runs tbody tr td:nth-child(2) a").all_inner_texts()
+    assert sorted(runs) == sorted(uploads.benchmark_runs)
+    scores = [float(t) for t in pg.locator("table.runs td.score").all_inner_texts()]
+    assert scores == sorted(scores, reverse=True) and scores[0] > scores[1], "ranked by score"
+    assert pg.locator("table.aggregates tbody tr").count() == 2
+    screenshot(pg, "benchmark")
+
+    pg.goto(f"{web_server.url}/benchmark_runs/{runs[0]}")
+    assert float(pg.locator("#run-score").inner_text()) > 0
+    assert pg.locator("table.run-tasks tbody tr").count() == 2
+    screenshot(pg, "benchmark-run")
+    _no_page_errors(record)
+
+
+def test_pages_on_a_phone(browser: Any, web_server: Any, uploads: Uploads) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        pg = context.new_page()
+        pg.goto(f"{web_server.url}/evaluations/{uploads.cartpole[0]}")
+        pg.locator("#chart-reward[data-points]").wait_for()
+        # nothing wider than the screen except inside scrollable table wrappers
+        overflow = pg.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0
+        screenshot(pg, "evaluation-phone")
+        pg.goto(f"{web_server.url}/envs/CartPole-v0")
+        assert pg.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
+        screenshot(pg, "env-phone")
+    finally:
+        context.close()

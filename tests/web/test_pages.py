@@ -1,0 +1,216 @@
+"""The web pages over HTTP, without a browser: an in-process app on its own database, and the
+session's real server filled by real uploads (conftest.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from conftest import HOSTILE_NAME, Uploads
+from palaestra.scoreboard.server import db as m
+from palaestra.scoreboard.server.app import create_app
+from palaestra.scoreboard.server.config import resolve_config
+from palaestra.scoreboard.server.state import build_state
+from palaestra.scoreboard.server.web import assets
+from palaestra.scoring import score_from_merged
+
+EVAL_LINK_RE = re.compile(r'<td><a href="/evaluations/(eval_\w+)">')
+N_EVALUATIONS = 30
+
+
+def _store_evaluations(state: Any) -> dict[str, Any]:
+    """30 CartPole-v1 evaluations: evaluation i solves after 10*i episodes when i is even."""
+    t0 = 1.7e9
+    now = datetime.now(timezone.utc)
+    with state.db.write() as s:
+        alice, bob = m.User(name="alice"), m.User(name="bob")
+        s.add_all([alice, bob])
+        s.flush()
+        hostile = m.Algorithm(id="alg_hostile", user_seq=bob.seq, name=HOSTILE_NAME, writeup="javascript:alert(3)")
+        plain = m.Algorithm(id="alg_plain", user_seq=alice.seq, name="plain", writeup="https://example.org/plain")
+        s.add_all([hostile, plain])
+        s.flush()
+        ids = []
+        for i in range(N_EVALUATIONS):
+            before = 10 * i if i % 2 == 0 else None
+            n = (before or 0) + 150
+            rewards = [(10.0 if before is None or k < before else 500.0) + i for k in range(n)]
+            lengths = [int(r) for r in rewards]
+            stamps = [t0 + k + 1.0 for k in range(n)]
+            stats = score_from_merged(lengths, rewards, None, stamps, t0, 100, 475.0)
+            key = f"test/eval_{i:02d}.json"
+            doc = {"episode_lengths": lengths, "episode_rewards": rewards, "episode_types": ["t"] * n,
+                   "timestamps": stamps, "initial_reset_timestamp": t0, "env_id": "CartPole-v1"}
+            state.store.put_bytes(key, json.dumps(doc).encode())
+            evaluation = m.Evaluation(
+                id=f"eval_{i:02d}", user_seq=(alice if i % 2 else bob).seq, env_id="CartPole-v1", env_listed=True,
+                algorithm_seq=(hostile if i == 4 else plain).seq, trials=100, reward_threshold=475.0,
+                solved=stats["episode_t_value"] is not None, episode_batch_key=key,
+                created=now - timedelta(minutes=N_EVALUATIONS - i), **stats,
+            )
+            s.add(evaluation)
+            s.flush()
+            m.upsert_env_stats(s, "CartPole-v1", "classic_control", True, stats["mean"], evaluation.solved,
+                               evaluation.id, evaluation.created)
+            ids.append(evaluation.id)
+    return {"ids": ids}
+
+
+@pytest.fixture(scope="module")
+def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, dict[str, Any]]]:
+    state = build_state(resolve_config(data_dir=tmp_path_factory.mktemp("web-app")))
+    info = _store_evaluations(state)
+    with TestClient(create_app(state=state)) as client:
+        yield client, info
+    state.close()
+
+
+def _eval_ids(html: str) -> list[str]:
+    return EVAL_LINK_RE.findall(html)
+
+
+def test_home_page_groups_and_counts(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+    client, _ = app_client
+    r = client.get("/")
+    assert r.status_code == 200
+    assert "Classic control" in r.text and "Toy text" in r.text
+    row = re.search(r'<a href="/envs/CartPole-v1">CartPole-v1</a>.*?</tr>', r.text, re.S)
+    assert row is not None
+    assert f'<td class="num">{N_EVALUATIONS}</td>' in row.group(0)
+    assert "solved after 0 episodes" in row.group(0)
+
+
+def test_env_page_rule_leaderboard_order_and_pages(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+    client, _ = app_client
+    r = client.get("/envs/CartPole-v1")
+    assert r.status_code == 200
+    assert "CartPole-v1 defines solving as an average reward of 475.0 over 100 consecutive episodes." in r.text
+    first = _eval_ids(r.text)
+    assert len(first) == 25
+    # solved (even i) by episodes before solve, then unsolved by best mean (higher i, higher mean)
+    solved = [f"eval_{i:02d}" for i in range(0, N_EVALUATIONS, 2)]
+    unsolved = [f"eval_{i:02d}" for i in range(N_EVALUATIONS - 1, 0, -2)]
+    second = _eval_ids(client.get("/envs/CartPole-v1?page=2").text)
+    assert first + second == solved + unsolved
+    assert 'rel="next" href="/envs/CartPole-v1?sort=episodes&amp;page=2"' in r.text
+    assert _eval_ids(client.get("/envs/CartPole-v1?page=999").text) == second  # clamped to the last page
+    assert _eval_ids(client.get("/envs/CartPole-v1?sort=bogus").text) == first
+
+    newest = _eval_ids(client.get("/envs/CartPole-v1?sort=submitted").text)
+    assert newest[:3] == ["eval_29", "eval_28", "eval_27"]
+    by_mean = _eval_ids(client.get("/envs/CartPole-v1?sort=mean").text)
+    assert by_mean[0] == "eval_28"  # 500 + 28 in its best window
+    assert _eval_ids(client.get("/envs/CartPole-v1?page=0").text) == first
+    assert _eval_ids(client.get("/envs/CartPole-v1?page=abc").text) == first
+
+
+def test_hostile_strings_are_escaped(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+    client, _ = app_client
+    for path in ("/envs/CartPole-v1", "/evaluations/eval_04", "/algorithms/alg_hostile", "/users/bob"):
+        html = client.get(path).text
+        assert "<script>alert(1)" not in html and "<img src=x" not in html, path
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;" in html, path
+        assert 'href="javascript:' not in html, path
+    page = client.get("/evaluations/eval_04").text
+    assert "javascript:alert(3)" in page  # shown as text, not as a link
+
+
+def test_security_headers(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+    client, _ = app_client
+    r = client.get("/envs/CartPole-v1")
+    csp = r.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "'unsafe-inline'" not in csp.split("script-src")[1].split(";")[0]
+    assert r.headers["x-content-type-options"] == "nosniff"
+    assert r.headers["content-type"].startswith("text/html")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/envs/Nope-v0", "/evaluations/eval_nope", "/users/nobody", "/algorithms/alg_nope", "/benchmarks/Nope-v0",
+     "/benchmark_runs/brun_nope"],
+)
+def test_unknown_objects_are_404_pages(app_client: tuple[TestClient, dict[str, Any]], path: str) -> None:
+    client, _ = app_client
+    r = client.get(path)
+    assert r.status_code == 404
+    assert "<h1>Not found</h1>" in r.text
+
+
+def test_evaluation_page_and_downloads(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+    client, _ = app_client
+    html = client.get("/evaluations/eval_02").text
+    assert '<dd id="solved">yes</dd>' in html
+    data = json.loads(re.search(r'<script type="application/json" id="curves-data">(.*?)</script>', html, re.S)[1])
+    assert len(data["episode"]) == 170 and data["threshold"] == 475.0 and data["trials"] == 100
+    assert data["reward_mean"][-1] == pytest.approx(502.0)
+
+    batch = client.get("/evaluations/eval_02/episode_batch.json")
+    assert batch.status_code == 200 and batch.json()["env_id"] == "CartPole-v1"
+    rows = list(csv.reader(io.StringIO(client.get("/evaluations/eval_02/episodes.csv").text)))
+    assert rows[0][:4] == ["episode", "type", "length", "reward"] and len(rows) == 171
+    assert client.get("/evaluations/eval_02/videos/nothing.mp4").status_code == 404
+
+
+def test_user_and_algorithm_pages(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+    client, _ = app_client
+    alice = client.get("/users/alice").text
+    assert len(_eval_ids(alice)) == N_EVALUATIONS // 2
+    plain = client.get("/algorithms/alg_plain").text
+    assert "Algorithm plain" in plain and 'href="https://example.org/plain"' in plain
+    assert len(_eval_ids(plain)) == 25 and "page 1 of 2" in plain
+
+
+def test_pages_work_without_vendor_assets(
+    app_client: tuple[TestClient, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    client, _ = app_client
+    monkeypatch.setattr(assets, "VENDOR_DIR", tmp_path / "no-vendor")
+    r = client.get("/evaluations/eval_02")
+    assert r.status_code == 200
+    assert "Charts are unavailable" in r.text
+    assert "/assets/vendor/" not in r.text
+    assert "Best 100-episode mean" in r.text  # the numbers are still there
+
+
+def test_own_static_assets_are_served(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+    client, _ = app_client
+    for name in ("palaestra.css", "charts.js", "players.js"):
+        assert client.get(f"/assets/{name}").status_code == 200
+    assert client.get("/assets/vendor/nothing.js").status_code == 404
+
+
+# -- the real server, filled by real uploads --------------------------------------------------------------
+
+
+def test_uploaded_evaluations_over_http(web_server: Any, uploads: Uploads) -> None:
+    with httpx.Client(base_url=web_server.url, timeout=30) as client:
+        html = client.get("/envs/CartPole-v0").text
+        assert _eval_ids(html)[:3] == uploads.cartpole
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+
+        page = client.get(f"/evaluations/{uploads.cartpole[0]}").text
+        video_url = re.search(r'<video [^>]*src="([^"]+\.mp4)"', page)[1]
+        head = client.get(video_url, headers={"Range": "bytes=0-99"})
+        assert head.status_code == 206 and head.headers["content-type"] == "video/mp4"
+        assert len(head.content) == 100 and head.content[4:8] == b"ftyp"
+
+        page = client.get(f"/evaluations/{uploads.frozenlake}").text
+        recording_url = re.search(r'class="terminal-player" data-src="([^"]+)"', page)[1]
+        recording = client.get(recording_url)
+        assert recording.headers["content-type"].startswith("application/json")
+        assert recording.json()["version"] == 1
+        assert "FHFH" in page  # the no-JavaScript fallback frame
+
+        run = client.get(f"/benchmark_runs/{uploads.benchmark_runs[0]}")
+        assert run.status_code == 200 and "CartPole-v0" in run.text and "Pendulum-v1" in run.text
+        assert client.get("/benchmarks").status_code == 200
