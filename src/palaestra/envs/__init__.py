@@ -1,0 +1,61 @@
+"""palaestra's environments, registered in Gymnasium's registry when this package is imported.
+
+Registration is cheap: entry points are strings, so OpenSpiel and the board-game code load only when
+``gymnasium.make`` builds one of these environments.
+
+==============  ==========================================================================
+``Go9x9-v0``    Go 9x9 as black against GNU Go (``opponent='gnugo'``), komi 7.5
+``Go13x13-v0``  the same on 13x13
+``Go19x19-v0``  the same on 19x19
+``Hex9x9-v0``   Hex 9x9 as black against a random opponent (as in 2017)
+``Hex11x11-v0`` the same on 11x11
+==============  ==========================================================================
+
+Every constructor argument can be overridden: ``gymnasium.make("Go9x9-v0", opponent="mcts:200")``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gymnasium.envs.registration import register, registry
+
+GO_ENTRY_POINT = "palaestra.envs.board.go:GoEnv"
+HEX_ENTRY_POINT = "palaestra.envs.board.hex:HexEnv"
+
+BOARD_GAME_IDS = ("Go9x9-v0", "Go13x13-v0", "Go19x19-v0", "Hex9x9-v0", "Hex11x11-v0")
+
+
+def _register(env_id: str, entry_point: str, kwargs: dict[str, Any], nondeterministic: bool = False) -> None:
+    if env_id not in registry:  # importing twice (or reloading) must not warn
+        register(id=env_id, entry_point=entry_point, kwargs=kwargs, nondeterministic=nondeterministic)
+
+
+for _size in (9, 13, 19):
+    # GNU Go is seeded per game (set_random_seed), so a seeded env replays the same games.
+    _register(
+        f"Go{_size}x{_size}-v0",
+        GO_ENTRY_POINT,
+        {
+            "player_color": "black",
+            "opponent": "gnugo",
+            "observation_type": "image3c",
+            "illegal_move_mode": "lose",
+            "board_size": _size,
+        },
+    )
+
+for _size in (9, 11):
+    _register(
+        f"Hex{_size}x{_size}-v0",
+        HEX_ENTRY_POINT,
+        {
+            "player_color": "black",
+            "opponent": "random",
+            "observation_type": "numpy3c",
+            "illegal_move_mode": "lose",
+            "board_size": _size,
+        },
+    )
+
+__all__ = ["BOARD_GAME_IDS", "GO_ENTRY_POINT", "HEX_ENTRY_POINT"]

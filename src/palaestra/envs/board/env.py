@@ -1,0 +1,272 @@
+"""The single-agent board-game environment that Go and Hex share: the agent plays one colour, an
+opponent the other, on OpenSpiel's rules engine, with the 2017 gym observations and actions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, SupportsFloat
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+from palaestra.envs.board.opponents import Opponent, Policy, RandomOpponent, make_opponent
+from palaestra.envs.board.rules import COLOR_NAMES, RESIGN, BoardGame, parse_color
+from palaestra.errors import Error, IllegalMove, ResetNeeded
+
+ILLEGAL_MOVE_MODES = ("lose", "raise")
+frombuffer = np.frombuffer
+BOOL = np.dtype(np.bool_)  # passed positionally: numpy parses keyword arguments slowly
+
+
+class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
+    """An agent against an opponent. Rewards: +1 win, -1 loss, 0 draw, at the end only.
+
+    ``info`` always has ``action_mask`` (bool, one entry per action, resign included; all False once
+    the game is over) and ``opponent_action`` (the opponent's last reply, or None). At the end it
+    also has ``winner`` (``'black'``, ``'white'`` or None), ``reason`` and, for Go, ``score``.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "rgb_array", "human"], "render_fps": 2}
+
+    def __init__(
+        self,
+        game: BoardGame,
+        player_color: str,
+        opponent: str | Opponent | Policy,
+        illegal_move_mode: str,
+        render_mode: str | None,
+    ) -> None:
+        if illegal_move_mode not in ILLEGAL_MOVE_MODES:
+            raise Error(f"illegal_move_mode must be 'lose' or 'raise', not {illegal_move_mode!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise Error(
+                f"render_mode must be one of {self.metadata['render_modes']} or None, not {render_mode!r}"
+            )
+        self.game = game
+        self.player_color = player_color
+        self.illegal_move_mode = illegal_move_mode
+        self.render_mode = render_mode
+        self._player = parse_color(player_color)
+        self.opponent = make_opponent(opponent, game)
+        self.opponent.bind(game, 1 - self._player)
+        n = game.board_size
+        self.observation_space = spaces.Box(0.0, 1.0, (3, n, n), np.float32)
+        self.action_space = spaces.Discrete(game.num_actions)
+        self._observer = game.make_observer()
+        self._state: Any = None
+        self._done = True
+        self._no_moves: Sequence[int] = (0,) * game.num_actions
+        # legal_list() of the position the agent is to play in: 0/1 per env action, kept by the env
+        # (the array in info is a separate copy that the agent may change).
+        self._legal: Sequence[int] = self._no_moves
+        self._end_info: dict[str, Any] = {}
+        # Bound once: the hot path of step() looks nothing up twice.
+        self._planes = self._observer.planes
+        self._legal_list = game.legal_list
+        self._mask_array = game.mask_array
+        self._to_engine = game.to_engine
+        self._from_engine = game.from_engine
+        self._opponent_act = self.opponent.act
+        self._random_choice = self.opponent.random if isinstance(self.opponent, RandomOpponent) else None
+        self._set_from = self._observer.set_from
+        self._planes_view = self._observer.view
+        self._reorder = game.reorder
+        # Moves strictly alternate and the opponent's moves need no check: step() takes the short path.
+        self._alternating = self.opponent.always_legal and game.swap_action is None
+        self._human = render_mode == "human"
+        self._resigned: int | None = None
+        self._viewer: Any = None
+
+    # -- Gymnasium API -----------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a game; if the agent is white, the opponent has already played black's first move."""
+        super().reset(seed=seed)
+        self._state = self.game.new_state()
+        self._done = False
+        self._resigned = None
+        self._end_info = {}
+        self.opponent.reset(int(self.np_random.integers(2**31 - 1)))
+        reply = self._opponent_moves()
+        observation, _, _, info = self._result(reply)
+        if self._human:
+            self.render()
+        return observation, info
+
+    def _step_when_done(self) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._state is None:
+            raise ResetNeeded("Call reset() before step()")
+        # The 2017 behaviour: a finished game stays finished and pays nothing more.
+        return self._planes(self._state), 0.0, True, False, self._info(None)
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Play ``action`` for the agent, then the opponent's reply."""
+        # The hot path of every training loop: kept flat (no helper calls on the way) with everything
+        # bound once in __init__; bench/board_games.py measures it. Rare cases leave through _finish().
+        if self._done:
+            return self._step_when_done()
+        try:
+            a = int(action)
+            if a < 0:
+                raise IndexError(a)
+            legal = self._legal[a]
+        except (TypeError, ValueError, IndexError):
+            count = self.game.num_actions
+            raise IllegalMove(
+                f"{action!r} is not an action of this game: actions are ints 0..{count - 1} (Discrete({count}))"
+            ) from None
+        if not legal:
+            return self._illegal(a)
+        engine_action = self._to_engine[a]
+        if engine_action < 0:  # RESIGN
+            self._resigned = self._player
+            return self._finish(None)
+        state = self._state
+        state.apply_action(engine_action)
+        if self._alternating:
+            if state.is_terminal():
+                return self._finish(None)
+            random_choice = self._random_choice
+            if random_choice is not None:  # the random opponent, inlined
+                options = state.legal_actions()
+                engine_action = options[int(random_choice() * len(options))]
+            else:
+                engine_action = self._opponent_act(state)
+                if engine_action < 0:  # RESIGN
+                    self._resigned = 1 - self._player
+                    return self._finish(self.game.resign_action)
+            state.apply_action(engine_action)
+            reply: int | None = self._from_engine[engine_action]
+        else:
+            reply = self._opponent_moves()
+            if self._resigned is not None:
+                return self._finish(reply)
+        if state.is_terminal():
+            return self._finish(reply)
+        # The legal mask (game.legal_list and game.mask_array, inlined): 0/1 per env action, kept here
+        # for the next step's check; the agent gets its own writable array.
+        legal_list = state.legal_actions_mask()
+        legal_list.append(1)  # resign
+        if self._reorder is not None:
+            legal_list = self._reorder(legal_list)
+        self._legal = legal_list
+        self._set_from(state, 0)
+        if self._human:
+            self.render()
+        return (
+            self._planes_view.copy(),
+            0.0,
+            False,
+            False,
+            {"action_mask": frombuffer(bytearray(legal_list), BOOL), "opponent_action": reply},
+        )
+
+    def render(self) -> Any:
+        """``ansi``: the board as text with coordinates; ``rgb_array``: an image; ``human``: a window."""
+        from palaestra.envs.board import rendering
+
+        if self.render_mode is None:
+            gymnasium.logger.warn(
+                "render() called without a render_mode; pass render_mode= to the constructor"
+            )
+            return None
+        if self._state is None:
+            raise ResetNeeded("Call reset() before render()")
+        outcome = None
+        if self._done and self._end_info.get("reason") in ("resignation", "illegal move"):
+            outcome = f"{self._end_info['winner']} wins ({self._end_info['reason']})"
+        view = rendering.BoardView.of(self.game, self._state, self._observer.planes(self._state), outcome)
+        if self.render_mode == "ansi":
+            return rendering.ansi(view)
+        frame = rendering.rgb_array(view)
+        if self.render_mode == "rgb_array":
+            return frame
+        if self._viewer is None:
+            n = self.game.board_size
+            self._viewer = rendering.HumanWindow(f"palaestra {self.game.kind} {n}x{n}")
+        self._viewer.show(frame, self.metadata["render_fps"])
+        return None
+
+    def close(self) -> None:
+        """Stop the opponent's engine process (if any) and close the window (if any)."""
+        self.opponent.close()
+        if self._viewer is not None:
+            self._viewer.close()
+            self._viewer = None
+        super().close()
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def action_to_string(self, action: int) -> str:
+        """``'D4'``, ``'pass'``, ``'resign'`` (Go), ``'c3'``, ``'swap'`` (Hex)."""
+        return self.game.action_to_string(int(action))
+
+    def string_to_action(self, text: str) -> int:
+        """The action of a move written like ``'D4'`` or ``'pass'``."""
+        return self.game.string_to_action(text)
+
+    @property
+    def state(self) -> Any:
+        """The OpenSpiel state of the game in progress (read it; changing it breaks the env)."""
+        return self._state
+
+    def _opponent_moves(self) -> int | None:
+        """Let the opponent play while it is its turn; its last action (env encoding) or None."""
+        state = self._state
+        opponent = self.opponent
+        reply: int | None = None
+        while not state.is_terminal() and state.current_player() != self._player:
+            engine_action = opponent.act(state)
+            if engine_action == RESIGN:
+                self._resigned = 1 - self._player
+                return self.game.resign_action
+            if not opponent.always_legal and not (
+                0 <= engine_action < len(self.game.from_engine) and state.legal_actions_mask()[engine_action]
+            ):
+                raise IllegalMove(f"The opponent {opponent.name} chose an illegal move ({engine_action})")
+            state.apply_action(engine_action)
+            reply = self.game.from_engine[engine_action]
+        return reply
+
+    def _illegal(self, action: int) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        name = self.game.action_to_string(action)
+        if self.illegal_move_mode == "raise":
+            raise IllegalMove(
+                f"{name} (action {action}) is not a legal move for {COLOR_NAMES[self._player]} here: the point is "
+                "taken, or it is a ko recapture or suicide; info['action_mask'] lists the legal actions"
+            )
+        self._resigned = self._player
+        observation, reward, terminated, truncated, info = self._finish(None)
+        self._end_info.update(reason="illegal move", illegal_move=name)
+        info.update(self._end_info)
+        return observation, reward, terminated, truncated, info
+
+    def _finish(self, reply: int | None) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, info = self._result(reply)
+        if self._human:
+            self.render()
+        return observation, reward, terminated, False, info
+
+    def _result(self, reply: int | None) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
+        """Observation, reward, terminated and info of the position now (used after reset and at the end)."""
+        state = self._state
+        observation = self._planes(state)
+        reward = 0.0
+        if self._resigned is not None:
+            loser = self._resigned
+            self._done = True
+            self._end_info = {"winner": COLOR_NAMES[1 - loser], "reason": "resignation"}
+            reward = -1.0 if loser == self._player else 1.0
+        elif state.is_terminal():
+            self._done = True
+            self._end_info = self.game.describe_end(state, observation)
+            reward = float(state.returns()[self._player])
+        else:
+            self._legal = self._legal_list(state)
+            return observation, reward, False, self._info(reply)
+        self._legal = self._no_moves
+        return observation, float(reward), True, self._info(reply)
+
+    def _info(self, reply: int | None) -> dict[str, Any]:
+        return {"action_mask": self._mask_array(self._legal), "opponent_action": reply, **self._end_info}

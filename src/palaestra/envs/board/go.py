@@ -1,0 +1,70 @@
+"""``GoEnv``: Go against an opponent (GNU Go by default), with the 2017 gym interface on Gymnasium.
+
+Rules (see :class:`~palaestra.envs.board.rules.GoGame`): area scoring, Tromp-Taylor (stones plus
+empty regions that reach only one colour; no dead-stone removal, so the game is played out until dead
+stones are captured: GNU Go is run with ``--capture-all-dead``), komi 7.5 by default, suicide illegal,
+simple ko illegal, a repeated whole-board position (positional superko) ends the game as a draw, two
+consecutive passes end the game, and so does the move limit (``max_moves``, default 2·N², then scored).
+"""
+
+from __future__ import annotations
+
+from palaestra.envs.board.env import BoardGameEnv
+from palaestra.envs.board.opponents import Opponent, Policy
+from palaestra.envs.board.rules import GoGame
+from palaestra.errors import Error
+
+#: Komi used when none is given: the usual komi for area scoring (Chinese rules, CGOS, OpenSpiel,
+#: PettingZoo); the half point means a game scored on the board cannot be drawn.
+DEFAULT_KOMI = 7.5
+
+
+class GoEnv(BoardGameEnv):
+    """Go on an N x N board.
+
+    Args:
+        player_color: ``'black'`` (moves first) or ``'white'``.
+        opponent: ``'gnugo[:LEVEL]'``, ``'random'``, ``'mcts:SIMS'``, ``'pachi:ENGINE:TIMESTR'``,
+            ``'gtp:COMMAND'``, an :class:`~palaestra.envs.board.opponents.Opponent` or a callable.
+        observation_type: ``'image3c'`` (the only one, as in 2017): float32 planes (3, N, N), black,
+            white, empty, row 0 at the top.
+        illegal_move_mode: ``'lose'`` (the game ends, reward -1) or ``'raise'``
+            (:class:`~palaestra.errors.IllegalMove`).
+        board_size: N (9, 13 and 19 are registered).
+        komi: points added to white's area.
+        max_moves: moves (passes included) after which the game ends and is scored; default 2·N².
+        render_mode: ``'ansi'``, ``'rgb_array'``, ``'human'`` or None.
+
+    Actions: ``i*N + j`` for row i (0 = top, labelled N) and column j (0 = A); pass ``N*N``;
+    resign ``N*N + 1``.
+    """
+
+    def __init__(
+        self,
+        player_color: str = "black",
+        opponent: str | Opponent | Policy = "gnugo",
+        observation_type: str = "image3c",
+        illegal_move_mode: str = "lose",
+        board_size: int = 9,
+        komi: float = DEFAULT_KOMI,
+        max_moves: int | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        if observation_type != "image3c":
+            raise Error(f"observation_type must be 'image3c' for Go, not {observation_type!r}")
+        self.observation_type = observation_type
+        super().__init__(
+            GoGame(board_size, komi, max_moves), player_color, opponent, illegal_move_mode, render_mode
+        )
+        self.board_size = board_size
+        self.komi = float(komi)
+
+    @property
+    def pass_action(self) -> int:
+        """The pass action, N*N."""
+        return self.board_size**2
+
+    @property
+    def resign_action(self) -> int:
+        """The resign action, N*N + 1."""
+        return self.board_size**2 + 1

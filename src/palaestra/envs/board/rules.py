@@ -1,0 +1,311 @@
+"""The rules of Go and Hex, played by OpenSpiel's C++ engine (``pyspiel``), in the 2017 gym encoding.
+
+OpenSpiel was chosen by measurement (see ``bench/board_games.py`` and docs): driven from Python it plays
+about 300,000 random 9x9 Go moves a second, a pure-Python engine about 3,000. This module is the one
+place that knows how OpenSpiel numbers things; everything above it (the Gymnasium envs, the
+PettingZoo AEC envs, the opponents) speaks the 2017 gym encoding:
+
+* observation: float32 planes ``(3, N, N)``: black, white, empty; row 0 is the top row.
+* Go actions: ``i * N + j`` for the point in row ``i`` (0 = top, labelled N) and column ``j`` (0 = A),
+  pass ``N*N``, resign ``N*N + 1``.
+* Hex actions: ``r * N + c``, resign ``N*N``, and with the swap rule swap ``N*N + 1``.
+
+OpenSpiel numbers Go points from the bottom row (``a1`` = 0), so Go actions and planes are flipped
+vertically here; Hex cells need no translation.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from palaestra.errors import DependencyNotInstalled, Error
+
+BLACK = 0
+WHITE = 1
+COLOR_NAMES = ("black", "white")
+BOOL = np.dtype(np.bool_)
+#: What an opponent returns to resign; never an engine action.
+RESIGN = -1
+GTP_COLUMNS = "ABCDEFGHJKLMNOPQRSTUVWXYZ"  # GTP skips I
+HEX_COLUMNS = "abcdefghijklmnopqrstuvwxy"  # Hex notation keeps i
+
+
+def import_pyspiel() -> Any:
+    """Import OpenSpiel's Python module, or say how to install it."""
+    try:
+        import pyspiel
+    except ImportError as exc:  # pragma: no cover - open_spiel is a core dependency
+        raise DependencyNotInstalled(
+            f"palaestra's Go and Hex need OpenSpiel's rules engine ({exc}): pip install 'open_spiel>=2.0.2'"
+        ) from exc
+    return pyspiel
+
+
+def parse_color(player_color: str) -> int:
+    """``'black'`` -> 0, ``'white'`` -> 1; anything else is an error naming the choices."""
+    if player_color == "black":
+        return BLACK
+    if player_color == "white":
+        return WHITE
+    raise Error(f"player_color must be 'black' or 'white', not {player_color!r}")
+
+
+class BoardGame:
+    """One game's rules: an OpenSpiel game plus the 2017 encoding of observations and actions."""
+
+    kind: str = ""
+    board_size: int
+    num_actions: int
+    resign_action: int
+    pass_action: int | None = None
+    swap_action: int | None = None
+
+    def __init__(self, spiel_game: Any, board_size: int, to_engine: Sequence[int], mask_order: Sequence[int]):
+        self.spiel_game = spiel_game
+        self.board_size = board_size
+        self.num_cells = board_size * board_size
+        #: env action -> engine action (RESIGN for resign).
+        self.to_engine: list[int] = list(to_engine)
+        #: engine action -> env action.
+        self.from_engine: list[int] = [0] * spiel_game.num_distinct_actions()
+        for action, engine_action in enumerate(self.to_engine):
+            if engine_action != RESIGN:
+                self.from_engine[engine_action] = action
+        # mask[env action] = engine_mask_plus_one[mask_order[env action]], where the engine's legal mask
+        # gets one extra always-true entry at its end for resign.
+        order = list(mask_order)
+        #: Puts the engine's legal mask (plus resign) in env-action order; None when it already is.
+        self.reorder = None if order == list(range(len(order))) else operator.itemgetter(*order)
+        self._flip = False
+
+    # -- engine states ---------------------------------------------------------------------------
+    def new_state(self) -> Any:
+        """A fresh engine state (black to play)."""
+        return self.spiel_game.new_initial_state()
+
+    def make_observer(self) -> Observer:
+        """A reusable observation buffer bound to this game."""
+        return Observer(self)
+
+    def legal_mask(self, state: Any) -> np.ndarray:
+        """A new bool array over env actions: True where the player to move may play (resign included)."""
+        return self.mask_array(self.legal_list(state))
+
+    def legal_list(self, state: Any) -> Sequence[int]:
+        """0/1 per env action (resign included), as a list or tuple: cheap to index and to keep."""
+        engine_mask = state.legal_actions_mask()
+        engine_mask.append(1)  # resign, at index len(engine mask)
+        return self.reorder(engine_mask) if self.reorder is not None else engine_mask
+
+    @staticmethod
+    def mask_array(legal: Sequence[int]) -> np.ndarray:
+        """The writable bool array of :meth:`legal_list` (a new one every time)."""
+        return np.frombuffer(bytearray(legal), BOOL)
+
+    def no_moves_mask(self) -> np.ndarray:
+        """The mask of a finished game: nothing is legal."""
+        return np.zeros(self.num_actions, dtype=np.bool_)
+
+    def is_legal(self, state: Any, action: int) -> bool:
+        """Whether env ``action`` is legal for the player to move (resign always is, before the end)."""
+        if not 0 <= action < self.num_actions or state.is_terminal():
+            return False
+        engine_action = self.to_engine[action]
+        return engine_action == RESIGN or bool(state.legal_actions_mask()[engine_action])
+
+    # -- names -------------------------------------------------------------------------------------
+    def action_to_string(self, action: int) -> str:
+        """A human-readable move: ``'D4'``, ``'pass'``, ``'resign'`` (Go) or ``'c3'`` (Hex)."""
+        raise NotImplementedError
+
+    def string_to_action(self, text: str) -> int:
+        """The inverse of :meth:`action_to_string` (case-insensitive)."""
+        for action in range(self.num_actions):
+            if self.action_to_string(action).lower() == text.strip().lower():
+                return action
+        raise Error(f"{text!r} is not a {self.kind} move on a {self.board_size}x{self.board_size} board")
+
+    # -- results -----------------------------------------------------------------------------------
+    def end_reason(self, state: Any) -> str:
+        """Why a terminal state ended (no resignations: the engine never sees those)."""
+        raise NotImplementedError
+
+    def winner(self, state: Any) -> int | None:
+        """BLACK, WHITE or None (a draw) of a terminal state."""
+        black_return = state.returns()[BLACK]
+        if black_return > 0:
+            return BLACK
+        if black_return < 0:
+            return WHITE
+        return None
+
+    def describe_end(self, state: Any, planes: np.ndarray) -> dict[str, Any]:
+        """The ``info`` keys of a finished game: ``winner``, ``reason`` (and ``score`` for Go)."""
+        winner = self.winner(state)
+        return {"winner": None if winner is None else COLOR_NAMES[winner], "reason": self.end_reason(state)}
+
+
+class Observer:
+    """Fills OpenSpiel's observation buffer in place and hands out 2017-style ``(3, N, N)`` copies."""
+
+    def __init__(self, game: BoardGame) -> None:
+        from open_spiel.python.observation import make_observation
+
+        observation = make_observation(game.spiel_game)
+        self._observation = observation
+        #: Fills the buffer from ``(state, player)``: the C++ method itself, one call less.
+        self.set_from = observation._observation.set_from
+        n = game.board_size
+        planes = observation.tensor[: 3 * n * n].reshape(3, n, n)
+        #: The buffer as 2017 planes (a view: copy it before handing it out).
+        self.view = planes[:, ::-1, :] if game._flip else planes
+
+    def planes(self, state: Any) -> np.ndarray:
+        """A new float32 array ``(3, N, N)``: black, white, empty; row 0 at the top."""
+        self.set_from(state, 0)
+        return self.view.copy()
+
+
+class GoGame(BoardGame):
+    """Go: area (Tromp-Taylor) scoring with komi, suicide illegal, simple ko illegal, and a whole-board
+    repetition (positional superko) ending the game as a draw; two passes or the move limit end it."""
+
+    kind = "Go"
+
+    def __init__(self, board_size: int = 9, komi: float = 7.5, max_moves: int | None = None) -> None:
+        if not isinstance(board_size, int) or not 2 <= board_size <= 25:
+            raise Error(f"board_size must be an int from 2 to 25 for Go, not {board_size!r}")
+        if not math.isfinite(float(komi)):
+            raise Error(f"komi must be a finite number, not {komi!r}")
+        n = board_size
+        self.komi = float(komi)
+        self.max_moves = int(max_moves) if max_moves is not None else 2 * n * n
+        if self.max_moves < 2:
+            raise Error(f"max_moves must be at least 2, not {max_moves!r}")
+        pyspiel = import_pyspiel()
+        spiel_game = pyspiel.load_game(
+            "go", {"board_size": n, "komi": self.komi, "max_game_length": self.max_moves}
+        )
+        cells = n * n
+        to_engine = [(n - 1 - a // n) * n + a % n for a in range(cells)] + [cells, RESIGN]
+        mask_order = [*to_engine[:-1], cells + 1]
+        super().__init__(spiel_game, n, to_engine, mask_order)
+        self._flip = True
+        self.num_actions = cells + 2
+        self.pass_action = cells
+        self.resign_action = cells + 1
+
+    def action_to_string(self, action: int) -> str:
+        n = self.board_size
+        if action == self.pass_action:
+            return "pass"
+        if action == self.resign_action:
+            return "resign"
+        if not 0 <= action < n * n:
+            raise Error(f"{action} is not a Go action on {n}x{n} (0..{self.num_actions - 1})")
+        return f"{GTP_COLUMNS[action % n]}{n - action // n}"
+
+    def string_to_action(self, text: str) -> int:
+        word = text.strip().upper()
+        n = self.board_size
+        if word == "PASS":
+            return self.num_cells
+        if word == "RESIGN":
+            return self.resign_action
+        if len(word) >= 2 and word[0] in GTP_COLUMNS[:n] and word[1:].isdigit():
+            column, row = GTP_COLUMNS.index(word[0]), int(word[1:])
+            if 1 <= row <= n:
+                return (n - row) * n + column
+        raise Error(f"{text!r} is not a point on a {n}x{n} Go board (columns A-{GTP_COLUMNS[n - 1]}, no I)")
+
+    def end_reason(self, state: Any) -> str:
+        history = state.history()
+        if len(history) >= 2 and history[-1] == history[-2] == self.num_cells:
+            return "two passes"
+        if len(history) >= self.max_moves:
+            return "move limit"
+        return "superko"
+
+    def describe_end(self, state: Any, planes: np.ndarray) -> dict[str, Any]:
+        info = super().describe_end(state, planes)
+        info["score"] = area_score(planes, self.komi)
+        return info
+
+
+def area_score(planes: np.ndarray, komi: float) -> float:
+    """Tromp-Taylor area score from black's side: black area - white area - komi.
+
+    A point counts for a colour if it holds that colour's stone or is empty and reaches only that
+    colour's stones. No stone is removed as dead: the game is played until dead stones are captured.
+    Computed on bitboards (Python ints, one bit per point plus a guard column), in microseconds.
+    """
+    n = planes.shape[-1]
+    width = n + 1  # a zero guard column stops left/right shifts from wrapping to the next row
+
+    def bits(plane: np.ndarray) -> int:
+        padded = np.zeros((n, width), dtype=bool)
+        padded[:, :n] = plane > 0
+        return int.from_bytes(np.packbits(padded.ravel(), bitorder="little").tobytes(), "little")
+
+    black, white, empty = bits(planes[0]), bits(planes[1]), bits(planes[2])
+
+    def reaches(stones: int) -> int:
+        # Empty points connected to ``stones`` through empty points.
+        reached, frontier = 0, stones
+        while True:
+            grown = (frontier << 1 | frontier >> 1 | frontier << width | frontier >> width) & empty & ~reached
+            if not grown:
+                return reached
+            reached |= grown
+            frontier = grown
+
+    black_reach, white_reach = reaches(black), reaches(white)
+    black_area = black.bit_count() + (black_reach & ~white_reach).bit_count()
+    white_area = white.bit_count() + (white_reach & ~black_reach).bit_count()
+    return float(black_area - white_area) - komi
+
+
+class HexGame(BoardGame):
+    """Hex: black joins the top and bottom rows, white the left and right columns; no draws.
+
+    With ``swap=True`` the second player's first move may be the swap: black's stone is mirrored in
+    the long diagonal and becomes white, and black moves again (the pie rule, as OpenSpiel plays it).
+    """
+
+    kind = "Hex"
+
+    def __init__(self, board_size: int = 9, swap: bool = False) -> None:
+        if not isinstance(board_size, int) or not 1 <= board_size <= 25:
+            raise Error(f"board_size must be an int from 1 to 25 for Hex, not {board_size!r}")
+        n = board_size
+        cells = n * n
+        self.swap = bool(swap)
+        pyspiel = import_pyspiel()
+        spiel_game = pyspiel.load_game("hex", {"board_size": n, "plain_obs_tensor": True, "swap": self.swap})
+        to_engine = [*range(cells), RESIGN]
+        mask_order = [*range(cells), cells + (1 if self.swap else 0)]
+        if self.swap:
+            to_engine.append(cells)
+            mask_order.append(cells)
+        super().__init__(spiel_game, n, to_engine, mask_order)
+        self.num_actions = len(to_engine)
+        self.resign_action = cells
+        self.swap_action = cells + 1 if self.swap else None
+
+    def action_to_string(self, action: int) -> str:
+        n = self.board_size
+        if action == self.resign_action:
+            return "resign"
+        if action == self.swap_action:
+            return "swap"
+        if not 0 <= action < n * n:
+            raise Error(f"{action} is not a Hex action on {n}x{n} (0..{self.num_actions - 1})")
+        return f"{HEX_COLUMNS[action % n]}{action // n + 1}"
+
+    def end_reason(self, state: Any) -> str:
+        return "connection"
