@@ -2,7 +2,7 @@
 
 The server is started with the scoreboard tests' ``ScoreboardServer`` (tests/scoreboard/server_helpers.py)
 and filled once per session by ``palaestra.upload`` of training directories recorded with the
-Monitor (tests/web/recordings.py):
+Monitor (tests/web/web_recordings.py):
 
 - three CartPole-v0 evaluations that solve after different numbers of episodes (one never does),
   the first with an mp4 video, the second under a hostile algorithm name;
@@ -15,53 +15,23 @@ and save screenshots under test-artifacts/web/.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
-ARTIFACTS = ROOT / "test-artifacts" / "web"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-HOSTILE_NAME = "<script>alert(1)</script><img src=x onerror=alert(2)>"
-
-sys.path.insert(0, str(HERE))
-import recordings  # noqa: E402
-
-
-def _scoreboard_server_class() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "palaestra_scoreboard_server_helpers", HERE.parent / "scoreboard" / "server_helpers.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ScoreboardServer
-
-
-@dataclass
-class Uploads:
-    """What the session uploaded: evaluation and benchmark-run ids by role."""
-
-    cartpole: list[str] = field(default_factory=list)  # fastest solve first, unsolved last
-    frozenlake: str = ""
-    benchmark_runs: list[str] = field(default_factory=list)  # better run first
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import web_recordings as recordings
+from web_helpers import CHROMIUM, CHROMIUM_ARGS, HOSTILE_NAME, PageRecord, Uploads, scoreboard_server_class
 
 
 @pytest.fixture(scope="session")
 def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A ``palaestra server`` of this test directory's own (its contents are the tests' to know)."""
-    server = _scoreboard_server_class()(tmp_path_factory.mktemp("web-scoreboard")).start()
+    server = scoreboard_server_class()(tmp_path_factory.mktemp("web-scoreboard")).start()
     yield server
     server.stop()
 
@@ -108,17 +78,8 @@ def browser() -> Iterator[Any]:
         b.close()
 
 
-@dataclass
-class PageRecord:
-    """What a page did besides rendering: console messages, page errors, dialogs."""
-
-    console: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    dialogs: list[str] = field(default_factory=list)
-
-
 @pytest.fixture
-def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[tuple[Any, PageRecord]]:
+def page(browser: Any) -> Iterator[tuple[Any, PageRecord]]:
     """A fresh 1200x900 page that records console errors and dialogs (which it dismisses)."""
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     pg = context.new_page()
@@ -133,14 +94,6 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[tuple[Any, Pa
     pg.on("dialog", on_dialog)
     yield pg, record
     context.close()
-
-
-def screenshot(pg: Any, name: str, full_page: bool = True) -> Path:
-    """Save a screenshot under test-artifacts/web/ and return its path."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    pg.screenshot(path=str(path), full_page=full_page)
-    return path
 
 
 @pytest.fixture(scope="session", autouse=True)

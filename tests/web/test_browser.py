@@ -6,12 +6,10 @@ test-artifacts/web/.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
-
-from conftest import HOSTILE_NAME, PageRecord, Uploads, screenshot
+from web_helpers import HOSTILE_NAME, PageRecord, Uploads, poll, require_vendor_assets, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -29,19 +27,6 @@ COUNT_PIXELS_JS = """(selector) => {
   }
   return {blue, red};
 }"""
-
-
-def poll(pg: Any, expression: str, timeout_s: float = 15.0) -> None:
-    """Wait until ``expression`` is truthy in the page.
-
-    (Playwright's ``wait_for_function`` evaluates its predicate with ``eval``, which the pages'
-    Content-Security-Policy forbids, as it should; ``evaluate`` goes through the debugger instead.)
-    """
-    deadline = time.monotonic() + timeout_s
-    while not pg.evaluate(expression):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"still false after {timeout_s} s: {expression}")
-        pg.wait_for_timeout(100)
 
 
 def _no_page_errors(record: PageRecord) -> None:
@@ -87,6 +72,7 @@ def test_leaderboard_order_and_hostile_algorithm_name(page: Page, web_server: An
 
 
 def test_learning_curves_are_drawn(page: Page, web_server: Any, uploads: Uploads) -> None:
+    require_vendor_assets()
     pg, record = page
     pg.goto(f"{web_server.url}/evaluations/{uploads.cartpole[0]}")
     chart = pg.locator("#chart-reward[data-points]")
@@ -134,6 +120,7 @@ def test_mp4_video_loads_and_plays(page: Page, web_server: Any, uploads: Uploads
 
 
 def test_terminal_player_shows_a_frame(page: Page, web_server: Any, uploads: Uploads) -> None:
+    require_vendor_assets()
     pg, record = page
     pg.goto(f"{web_server.url}/evaluations/{uploads.frozenlake}")
     players = pg.locator(".terminal-player")
@@ -171,6 +158,7 @@ def test_home_and_benchmark_pages(page: Page, web_server: Any, uploads: Uploads)
 
 
 def test_pages_on_a_phone(browser: Any, web_server: Any, uploads: Uploads) -> None:
+    require_vendor_assets()
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     try:
         pg = context.new_page()

@@ -3,10 +3,12 @@ session's real server filled by real uploads (conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import re
+import secrets
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -15,8 +17,8 @@ from typing import Any
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from web_helpers import HOSTILE_NAME, Uploads
 
-from conftest import HOSTILE_NAME, Uploads
 from palaestra.scoreboard.server import db as m
 from palaestra.scoreboard.server.app import create_app
 from palaestra.scoreboard.server.config import resolve_config
@@ -24,7 +26,7 @@ from palaestra.scoreboard.server.state import build_state
 from palaestra.scoreboard.server.web import assets
 from palaestra.scoring import score_from_merged
 
-EVAL_LINK_RE = re.compile(r'<td><a href="/evaluations/(eval_\w+)">')
+EVAL_LINK_RE = re.compile(r'<td(?: class="opt")?><a href="/evaluations/(eval_\w+)">')
 N_EVALUATIONS = 30
 
 
@@ -66,13 +68,42 @@ def _store_evaluations(state: Any) -> dict[str, Any]:
     return {"ids": ids}
 
 
-@pytest.fixture(scope="module")
-def app_client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient, dict[str, Any]]]:
-    state = build_state(resolve_config(data_dir=tmp_path_factory.mktemp("web-app")))
-    info = _store_evaluations(state)
-    with TestClient(create_app(state=state)) as client:
-        yield client, info
-    state.close()
+PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+@contextlib.contextmanager
+def _database_url(kind: str) -> Iterator[str | None]:
+    """``None`` (the embedded SQLite) or a fresh PostgreSQL database, dropped afterwards."""
+    if kind == "sqlite":
+        yield None
+        return
+    psycopg = pytest.importorskip("psycopg")
+    try:
+        admin = psycopg.connect(PG_ADMIN_URL, autocommit=True, connect_timeout=3)
+    except Exception as e:
+        pytest.skip(f"no PostgreSQL at {PG_ADMIN_URL}: {e}")
+    name = f"palaestra_web_{secrets.token_hex(6)}"
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
+    finally:
+        with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def app_client(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[TestClient, dict[str, Any]]]:
+    """The app in this process, on SQLite and on PostgreSQL, with 30 evaluations stored directly."""
+    with _database_url(request.param) as database_url:
+        config = resolve_config(data_dir=tmp_path_factory.mktemp("web-app"), database_url=database_url)
+        state = build_state(config)
+        info = _store_evaluations(state)
+        with TestClient(create_app(state=state)) as client:
+            yield client, info
+        state.close()
 
 
 def _eval_ids(html: str) -> list[str]:
@@ -197,6 +228,7 @@ def test_uploaded_evaluations_over_http(web_server: Any, uploads: Uploads) -> No
         html = client.get("/envs/CartPole-v0").text
         assert _eval_ids(html)[:3] == uploads.cartpole
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
+        assert "balance-agent" in html  # a benchmark evaluation shows its run's algorithm
 
         page = client.get(f"/evaluations/{uploads.cartpole[0]}").text
         video_url = re.search(r'<video [^>]*src="([^"]+\.mp4)"', page)[1]
@@ -214,3 +246,45 @@ def test_uploaded_evaluations_over_http(web_server: Any, uploads: Uploads) -> No
         run = client.get(f"/benchmark_runs/{uploads.benchmark_runs[0]}")
         assert run.status_code == 200 and "CartPole-v0" in run.text and "Pendulum-v1" in run.text
         assert client.get("/benchmarks").status_code == 200
+
+
+def test_blobs_in_s3_are_served_from_this_origin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With S3 storage the pages still link to this server (the CSP allows no other origin for media)."""
+    pytest.importorskip("boto3")
+    moto_server = pytest.importorskip("moto.server")
+    import boto3
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        endpoint = f"http://127.0.0.1:{server._server.server_port}"
+        boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket="web-test")
+        config = resolve_config(data_dir=tmp_path, storage="s3://web-test/sb", s3_endpoint_url=endpoint)
+        state = build_state(config)
+        try:
+            with state.db.write() as s:
+                user = m.User(name="s3-user")
+                s.add(user)
+                s.flush()
+                state.store.put_bytes("v/video.mp4", b"\x00\x00\x00\x18ftypisom" + bytes(200))
+                s.add(m.Evaluation(
+                    id="eval_s3", user_seq=user.seq, env_id="CartPole-v1", videos=[{
+                        "name": "video.mp4", "metadata_name": "video.meta.json", "episode_id": 0,
+                        "content_type": "video/mp4", "size": 212, "key": "v/video.mp4", "metadata_key": "v/none",
+                    }],
+                ))
+            with TestClient(create_app(state=state)) as client:
+                page = client.get("/evaluations/eval_s3").text
+                assert 'src="/evaluations/eval_s3/videos/video.mp4"' in page
+                part = client.get("/evaluations/eval_s3/videos/video.mp4", headers={"Range": "bytes=4-11"})
+                assert part.status_code == 206 and part.content == b"ftypisom"
+                assert client.get("/evaluations/eval_s3/videos/video.meta.json").status_code == 404
+        finally:
+            state.close()
+    finally:
+        server.stop()

@@ -76,3 +76,19 @@ def test_curves_edge_cases() -> None:
     assert binned is not None and binned["reward"] == [1.0, 2.0] and binned["length"] == [3, 4]
     assert binned["timestep"] == [None, None] and binned["reward_mean"] == [None, None]
     assert curves.from_graph_stats(None, 100, None) is None
+
+
+def test_byte_ranges_of_blobs_served_from_memory() -> None:
+    from palaestra.scoreboard.server.web.routes import _bytes_response
+
+    data = bytes(range(100))
+    whole = _bytes_response(data, "video/mp4", {}, None)
+    assert whole.status_code == 200 and whole.body == data and whole.headers["accept-ranges"] == "bytes"
+    part = _bytes_response(data, "video/mp4", {}, "bytes=10-19")
+    assert part.status_code == 206 and part.body == data[10:20]
+    assert part.headers["content-range"] == "bytes 10-19/100"
+    assert _bytes_response(data, "video/mp4", {}, "bytes=90-").body == data[90:]
+    assert _bytes_response(data, "video/mp4", {}, "bytes=-5").body == data[95:]
+    assert _bytes_response(data, "video/mp4", {}, "bytes=95-500").body == data[95:]
+    assert _bytes_response(data, "video/mp4", {}, "bytes=100-").status_code == 416
+    assert _bytes_response(data, "video/mp4", {}, "bytes=0-1,5-6").status_code == 200  # several: whole

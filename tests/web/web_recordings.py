@@ -7,12 +7,22 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
+from typing import Any
 
 import gymnasium
 import numpy as np
 
 from palaestra.monitoring import Monitor
+
+
+def make(env_id: str, **kwargs: Any) -> gymnasium.Env[Any, Any]:
+    """``gymnasium.make`` without the "CartPole-v0 is out of date" warning (v0's 200-step episodes
+    keep these recordings short)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return gymnasium.make(env_id, **kwargs)
 
 
 def balance(obs: np.ndarray) -> int:
@@ -24,7 +34,7 @@ def balance(obs: np.ndarray) -> int:
 def record_cartpole(directory: Path, env_id: str, random_episodes: int, total_episodes: int, seed: int = 0,
                     video: bool = True) -> Path:
     """``random_episodes`` random episodes, then the balancing policy; video of episode 0."""
-    env = gymnasium.make(env_id, render_mode="rgb_array" if video else None)
+    env = make(env_id, render_mode="rgb_array" if video else None)
     schedule = (lambda episode_id: episode_id == 0) if video else False
     monitor = Monitor(env, str(directory), video_callable=schedule, force=True)
     rng = np.random.default_rng(seed)
@@ -43,7 +53,7 @@ def record_cartpole(directory: Path, env_id: str, random_episodes: int, total_ep
 
 def record_frozenlake(directory: Path, episodes: int = 12, seed: int = 0) -> Path:
     """Random FrozenLake-v1 episodes with an ansi video of episodes 0 and 1."""
-    env = gymnasium.make("FrozenLake-v1", render_mode="ansi")
+    env = make("FrozenLake-v1", render_mode="ansi")
     monitor = Monitor(env, str(directory), video_callable=lambda episode_id: episode_id < 2, force=True)
     rng = np.random.default_rng(seed)
     try:
@@ -60,7 +70,7 @@ def record_frozenlake(directory: Path, episodes: int = 12, seed: int = 0) -> Pat
 
 def record_steps(env_id: str, directory: Path, steps: int, policy: str = "random", seed: int = 0) -> Path:
     """Whole episodes of ``env_id`` until at least ``steps`` steps were taken (no video)."""
-    env = gymnasium.make(env_id)
+    env = make(env_id)
     monitor = Monitor(env, str(directory), video_callable=False, force=True)
     env.action_space.seed(seed)
     taken = 0

@@ -1,0 +1,409 @@
+"""Queries and statistics for the benchmark pages.
+
+Benchmark definitions come from :mod:`palaestra.benchmarks` (guarded: a server without it still
+lists the benchmarks that have runs). A run's scores are what the server stored on ingest
+(``benchmark_runs.score``: :func:`palaestra.benchmarks.scoring.score_benchmark_run`'s dict, with
+per-task trial scores and IQM/mean bootstrap intervals). The benchmark page adds per-algorithm
+aggregates: the trial scores of every run of an algorithm pooled per task, with
+:func:`palaestra.benchmarks.statistics.interval_estimates` (cached, since stored runs never change).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
+from palaestra.scoreboard.server.web.views import (
+    PAGE_SIZE,
+    AggregateRow,
+    BenchmarkDetail,
+    BenchmarkSummary,
+    Interval,
+    Page,
+    RunDetail,
+    RunEvaluation,
+    RunRow,
+    RunTask,
+    TaskView,
+    clamp_page,
+)
+
+logger = logging.getLogger("palaestra.scoreboard.web")
+
+#: Bootstrap replicates for the per-algorithm intervals on the benchmark page.
+AGGREGATE_REPS = 5000
+_cache_lock = threading.Lock()
+_aggregate_cache: OrderedDict[tuple[Any, ...], list[AggregateRow]] = OrderedDict()
+
+
+def _registry() -> Any | None:
+    try:
+        from palaestra.benchmarks import registry
+    except Exception as e:  # the benchmarks package is optional for the pages
+        logger.debug("palaestra.benchmarks is unavailable: %s", e)
+        return None
+    return registry
+
+
+def _spec(benchmark_id: str) -> Any | None:
+    reg = _registry()
+    if reg is None:
+        return None
+    return reg.benchmarks.get(benchmark_id)
+
+
+def _scorer_text(spec: Any) -> str:
+    name = type(spec.scorer).__name__
+    per_run = "the run's score is the mean over tasks and trials."
+    texts = {
+        "ClipTo01ThenAverage": "Each task scores the mean of clip((reward − floor) / (ceiling − floor), 0, 1)"
+        " over the last 100 evaluation episodes before the step budget ran out; " + per_run,
+        "TotalReward": "Each task scores clip((mean episode reward − floor) / (ceiling − floor), 0, 1) "
+        "over the episodes before the step budget ran out; " + per_run,
+        "RewardPerTime": "Each task scores clip((reward per second − floor) / (ceiling − floor), 0, 1); "
+        + per_run,
+    }
+    return texts.get(name, f"Scored by {name}.")
+
+
+def summaries(session: Session) -> tuple[list[BenchmarkSummary], bool]:
+    """Every registered benchmark plus any with runs; ``(items, definitions available)``."""
+    counts = {
+        r.benchmark_id: (int(r.n), r.best)
+        for r in session.execute(
+            sa.select(
+                BenchmarkRun.benchmark_id,
+                sa.func.count().label("n"),
+                sa.func.max(BenchmarkRun.score_value).label("best"),
+            ).group_by(BenchmarkRun.benchmark_id)
+        )
+    }
+    best_ids: dict[str, str] = {}
+    for benchmark_id, (_, best) in counts.items():
+        if best is not None:
+            run_id = session.execute(
+                sa.select(BenchmarkRun.id)
+                .where(BenchmarkRun.benchmark_id == benchmark_id, BenchmarkRun.score_value == best)
+                .order_by(BenchmarkRun.seq)
+                .limit(1)
+            ).scalar()
+            if run_id:
+                best_ids[benchmark_id] = run_id
+    reg = _registry()
+    items: list[BenchmarkSummary] = []
+    seen: set[str] = set()
+    for spec in reg.all() if reg is not None else []:
+        seen.add(spec.id)
+        n, best = counts.get(spec.id, (0, None))
+        items.append(
+            BenchmarkSummary(
+                id=spec.id,
+                name=spec.name or spec.id,
+                description=spec.description or "",
+                n_tasks=len(spec.tasks),
+                n_runs=n,
+                best_run_id=best_ids.get(spec.id),
+                best_score=best,
+            )
+        )
+    for benchmark_id in sorted(set(counts) - seen):
+        n, best = counts[benchmark_id]
+        items.append(
+            BenchmarkSummary(
+                id=benchmark_id,
+                name=benchmark_id,
+                description="(not defined on this server)",
+                n_tasks=None,
+                n_runs=n,
+                best_run_id=best_ids.get(benchmark_id),
+                best_score=best,
+            )
+        )
+    # benchmarks with runs first, then the registry's order
+    order = {b.id: i for i, b in enumerate(items)}
+    items.sort(key=lambda b: (b.n_runs == 0, order[b.id]))
+    return items, reg is not None
+
+
+def _tasks_of(spec: Any) -> list[TaskView]:
+    return [
+        TaskView(
+            env_id=t.env_id,
+            trials=t.trials,
+            max_timesteps=t.max_timesteps,
+            floor=t.reward_floor,
+            ceiling=t.reward_ceiling,
+        )
+        for t in spec.tasks
+    ]
+
+
+def _trial_table(score: dict[str, Any] | None) -> dict[str, list[float]]:
+    """``{task key: [score of each trial]}`` from a stored run score.
+
+    Reads ``env_scores`` (``benchmark_aggregate_score``: env id -> one list of per-task scores per
+    trial) or ``tasks`` (``score_benchmark_run``). A task key is the env id, or ``env_id[i]`` when
+    an env has several tasks, as palaestra.benchmarks names them.
+    """
+    out: dict[str, list[float]] = {}
+    score = score or {}
+    tasks = score.get("tasks")
+    if isinstance(tasks, list):
+        for task in tasks:
+            if isinstance(task, dict) and task.get("key") is not None:
+                out[str(task["key"])] = _finite(task.get("trial_scores"))
+    env_scores = score.get("env_scores")
+    if not out and isinstance(env_scores, dict):
+        for env_id, trials in env_scores.items():
+            rows = [t for t in trials if isinstance(t, list)] if isinstance(trials, list) else []
+            width = max((len(t) for t in rows), default=0)
+            for index in range(width):
+                key = str(env_id) if width == 1 else f"{env_id}[{index}]"
+                out[key] = _finite([t[index] for t in rows if index < len(t)])
+    return {k: v for k, v in out.items() if v}
+
+
+def _finite(values: Any) -> list[float]:
+    if not isinstance(values, list):
+        return []
+    return [float(v) for v in values if isinstance(v, int | float) and math.isfinite(v)]
+
+
+def _task_scores(score: dict[str, Any] | None) -> dict[str, float]:
+    """``{task key: mean over trials}`` from a stored run score."""
+    return {key: sum(values) / len(values) for key, values in _trial_table(score).items()}
+
+
+def _run_select() -> sa.Select[Any]:
+    return (
+        sa.select(
+            BenchmarkRun.id,
+            BenchmarkRun.status,
+            BenchmarkRun.score,
+            BenchmarkRun.score_value,
+            BenchmarkRun.created,
+            Algorithm.id.label("algorithm_id"),
+            Algorithm.name.label("algorithm_name"),
+            User.name.label("user"),
+        )
+        .select_from(BenchmarkRun)
+        .join(User, User.seq == BenchmarkRun.user_seq)
+        .outerjoin(Algorithm, Algorithm.seq == BenchmarkRun.algorithm_seq)
+    )
+
+
+def _run_row(r: Any) -> RunRow:
+    score = r.score if isinstance(r.score, dict) else None
+    return RunRow(
+        id=r.id,
+        status=r.status,
+        algorithm_id=r.algorithm_id,
+        algorithm_name=r.algorithm_name,
+        user=r.user,
+        score=r.score_value,
+        num_envs_solved=(score or {}).get("num_envs_solved"),
+        task_scores=_task_scores(score),
+        created=r.created,
+    )
+
+
+def detail(
+    session: Session, benchmark_id: str, page_number: int, path: str
+) -> tuple[BenchmarkDetail, list[RunRow], Page, list[str], list[AggregateRow]] | None:
+    """The benchmark page: definition, one page of ranked runs, task columns, per-algorithm aggregates."""
+    spec = _spec(benchmark_id)
+    total = int(
+        session.execute(
+            sa.select(sa.func.count())
+            .select_from(BenchmarkRun)
+            .where(BenchmarkRun.benchmark_id == benchmark_id)
+        ).scalar()
+        or 0
+    )
+    if spec is None and total == 0:
+        return None
+    if spec is not None:
+        bench = BenchmarkDetail(
+            id=spec.id,
+            name=spec.name or spec.id,
+            description=spec.description or "",
+            scorer=_scorer_text(spec),
+            tasks=_tasks_of(spec),
+        )
+    else:
+        bench = BenchmarkDetail(id=benchmark_id, name=benchmark_id, description="", scorer="", tasks=[])
+    number = clamp_page(page_number, total)
+    page = Page(number=number, size=PAGE_SIZE, total=total, path=path)
+    stmt = (
+        _run_select()
+        .where(BenchmarkRun.benchmark_id == benchmark_id)
+        .order_by(BenchmarkRun.score_value.desc().nulls_last(), BenchmarkRun.seq.asc())
+        .limit(PAGE_SIZE)
+        .offset(page.offset)
+    )
+    runs = [_run_row(r) for r in session.execute(stmt)]
+    task_ids: list[str] = []
+    for r in runs:
+        for key in r.task_scores:
+            if key not in task_ids:
+                task_ids.append(key)
+    return bench, runs, page, task_ids, _algorithm_aggregates(session, benchmark_id)
+
+
+def _interval(stats: Any) -> Interval | None:
+    if not isinstance(stats, dict):
+        return None
+    try:
+        return Interval(float(stats["value"]), float(stats["low"]), float(stats["high"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _run_intervals(run_id: str, score: dict[str, Any]) -> tuple[Interval | None, Interval | None]:
+    """IQM and mean of a run's task-trial scores with 95% bootstrap CIs (stored ones when present)."""
+    stored = score.get("statistics")
+    if isinstance(stored, dict) and _interval(stored.get("iqm")) is not None:
+        return _interval(stored.get("iqm")), _interval(stored.get("mean"))
+    table = _trial_table(score)
+    if not table:
+        return None, None
+    signature = ("run", run_id, tuple((k, tuple(v)) for k, v in sorted(table.items())))
+    row = _cached(signature, lambda: [_aggregate_row("", table, 1)])[0]
+    return row.iqm, row.mean
+
+
+def _cached(signature: tuple[Any, ...], compute: Any) -> list[AggregateRow]:
+    with _cache_lock:
+        if signature in _aggregate_cache:
+            _aggregate_cache.move_to_end(signature)
+            return _aggregate_cache[signature]
+    value: list[AggregateRow] = compute()
+    with _cache_lock:
+        _aggregate_cache[signature] = value
+        while len(_aggregate_cache) > 256:
+            _aggregate_cache.popitem(last=False)
+    return value
+
+
+def _algorithm_aggregates(session: Session, benchmark_id: str, limit: int = 2000) -> list[AggregateRow]:
+    """Per algorithm: IQM and mean of its runs' trial scores pooled per task, with bootstrap CIs."""
+    rows = session.execute(
+        _run_select()
+        .where(BenchmarkRun.benchmark_id == benchmark_id, BenchmarkRun.score.is_not(None))
+        .order_by(BenchmarkRun.seq)
+        .limit(limit)
+    ).all()
+    signature: tuple[Any, ...] = (
+        "benchmark",
+        benchmark_id,
+        tuple((r.id, r.algorithm_id, json.dumps(r.score, sort_keys=True, default=str)) for r in rows),
+    )
+    return _cached(signature, lambda: _pool_by_algorithm(rows))
+
+
+def _pool_by_algorithm(rows: Sequence[Any]) -> list[AggregateRow]:
+    pooled: dict[str, tuple[str, dict[str, list[float]], int]] = {}
+    for r in rows:
+        key = r.algorithm_id or f"run:{r.id}"
+        label = r.algorithm_name or r.algorithm_id or "unnamed"
+        _, table, n = pooled.get(key, (label, {}, 0))
+        for task, values in _trial_table(r.score if isinstance(r.score, dict) else None).items():
+            table.setdefault(task, []).extend(values)
+        pooled[key] = (label, table, n + 1)
+    out = [_aggregate_row(label, table, n) for label, table, n in pooled.values() if table]
+    out.sort(key=lambda a: -(a.iqm.value if a.iqm else -math.inf))
+    return out
+
+
+def _aggregate_row(label: str, table: dict[str, list[float]], n_runs: int) -> AggregateRow:
+    try:
+        from palaestra.benchmarks.statistics import interval_estimates
+    except Exception:
+        return AggregateRow(
+            label=f"{label} ({n_runs} run{'s' if n_runs != 1 else ''})",
+            run_id=None,
+            n=sum(len(v) for v in table.values()),
+            iqm=None,
+            mean=None,
+        )
+    stats = interval_estimates(table, metrics=("iqm", "mean"), reps=AGGREGATE_REPS, seed=0)
+    return AggregateRow(
+        label=f"{label} ({n_runs} run{'s' if n_runs != 1 else ''})",
+        run_id=None,
+        n=sum(len(v) for v in table.values()),
+        iqm=Interval(stats["iqm"].value, stats["iqm"].low, stats["iqm"].high),
+        mean=Interval(stats["mean"].value, stats["mean"].low, stats["mean"].high),
+    )
+
+
+def run_detail(session: Session, run_id: str) -> RunDetail | None:
+    """The benchmark run page: its score, statistics, and per task the evaluations and scores."""
+    r = session.execute(
+        _run_select()
+        .add_columns(BenchmarkRun.seq, BenchmarkRun.benchmark_id, BenchmarkRun.tags)
+        .where(BenchmarkRun.id == run_id)
+    ).first()
+    if r is None:
+        return None
+    spec = _spec(r.benchmark_id)
+    score = r.score if isinstance(r.score, dict) else {}
+    evaluations = session.execute(
+        sa.select(Evaluation.id, Evaluation.env_id, Evaluation.benchmark_score)
+        .where(Evaluation.benchmark_run_seq == r.seq)
+        .order_by(Evaluation.seq)
+    ).all()
+    by_env: dict[str, list[RunEvaluation]] = {}
+    for e in evaluations:
+        bscore = e.benchmark_score if isinstance(e.benchmark_score, dict) else {}
+        values = [float(s) for s in bscore.get("scores") or [] if isinstance(s, int | float)]
+        by_env.setdefault(e.env_id or "?", []).append(
+            RunEvaluation(id=e.id, score=sum(values) / len(values) if values else None)
+        )
+    task_scores = _task_scores(score)
+    env_order: list[str] = list(spec.env_id_order) if spec is not None else []
+    for task in score.get("tasks") or []:
+        if isinstance(task, dict) and task.get("env_id") and task["env_id"] not in env_order:
+            env_order.append(task["env_id"])
+    for env_id in by_env:
+        if env_id not in env_order:
+            env_order.append(env_id)
+    tasks: list[RunTask] = []
+    for env_id in env_order:
+        keys = [k for k in task_scores if k == env_id or k.startswith(f"{env_id}[")]
+        env_score = sum(task_scores[k] for k in keys) / len(keys) if keys else None
+        tasks.append(RunTask(env_id=env_id, score=env_score, evaluations=by_env.get(env_id, [])))
+    iqm, mean = _run_intervals(r.id, score)
+    extra: list[tuple[str, str]] = []
+    for key, label in (
+        ("start_to_finish_seconds", "Start to finish (s)"),
+        ("summed_training_seconds", "Summed training time (s)"),
+        ("summed_task_wall_time", "Summed task wall time (s)"),
+    ):
+        if isinstance(score.get(key), int | float):
+            extra.append((label, f"{score[key]:.1f}"))
+    return RunDetail(
+        id=r.id,
+        benchmark_id=r.benchmark_id,
+        benchmark_name=(spec.name or spec.id) if spec else r.benchmark_id,
+        status=r.status,
+        algorithm_id=r.algorithm_id,
+        algorithm_name=r.algorithm_name,
+        user=r.user,
+        created=r.created,
+        tags=dict(r.tags or {}),
+        score=r.score_value,
+        num_envs_solved=score.get("num_envs_solved"),
+        iqm=iqm,
+        mean=mean,
+        extra_stats=extra,
+        tasks=tasks,
+    )

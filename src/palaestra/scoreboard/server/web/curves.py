@@ -1,0 +1,157 @@
+"""Learning-curve series for an evaluation page, from the stored episode batch.
+
+The chart shows each training episode's reward and length against three x axes (episode, timestep,
+wall-clock seconds), the ``trials``-episode running mean (:func:`palaestra.scoring.trailing_mean`,
+the same windows "solved" is judged on) and the reward threshold. Long runs are averaged into at
+most :data:`MAX_POINTS` points per series; the running mean is computed at full resolution first.
+When the stored batch cannot be read, the server's precomputed ``graph_stats`` (binned means) are
+used instead, without a running mean.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from palaestra.scoring import trailing_mean
+
+MAX_POINTS = 2000
+_CACHE_SIZE = 32
+
+
+def _clean(values: np.ndarray, digits: int = 6) -> list[float | None]:
+    """A JSON-ready list: rounded floats, NaN/inf as null."""
+    out: list[float | None] = []
+    for v in values.tolist():
+        out.append(
+            round(v, digits)
+            if isinstance(v, float) and math.isfinite(v)
+            else (v if isinstance(v, int) else None)
+        )
+    return out
+
+
+def _bin_mean(x: np.ndarray, size: int) -> np.ndarray:
+    n = len(x)
+    pad = (-n) % size
+    if pad:
+        counts = np.full(-(-n // size), size, dtype=float)
+        counts[-1] = size - pad
+        padded = np.concatenate([x, np.zeros(pad)])
+        return padded.reshape(-1, size).sum(axis=1) / counts
+    return x.reshape(-1, size).mean(axis=1)
+
+
+def _bin_last(x: np.ndarray, size: int) -> np.ndarray:
+    idx = np.minimum(np.arange(size - 1, len(x) + size - 1, size), len(x) - 1)
+    return x[idx]
+
+
+def from_episode_batch(
+    doc: dict[str, Any], trials: int, threshold: float | None, max_points: int = MAX_POINTS
+) -> dict[str, Any] | None:
+    """The chart data of an (enriched) episode-batch document; ``None`` without training episodes."""
+    lengths = np.asarray(doc.get("episode_lengths") or [], dtype=float)
+    rewards = np.asarray(doc.get("episode_rewards") or [], dtype=float)
+    stamps = np.asarray(doc.get("timestamps") or [], dtype=float)
+    types = doc.get("episode_types")
+    if not (len(lengths) == len(rewards) == len(stamps)):
+        return None
+    if types is not None and len(types) == len(lengths):
+        keep = np.asarray(types) == "t"
+        lengths, rewards, stamps = lengths[keep], rewards[keep], stamps[keep]
+    n = len(rewards)
+    if n == 0:
+        return None
+    start = doc.get("initial_reset_timestamp")
+    if not isinstance(start, int | float):
+        start = float(stamps[0])
+    series = {
+        "episode": np.arange(n, dtype=float),
+        "timestep": np.cumsum(np.insert(lengths, 0, 0.0))[:-1],
+        "seconds": stamps - float(start),
+        "reward": rewards,
+        "length": lengths,
+    }
+    means = {"reward_mean": trailing_mean(rewards, trials), "length_mean": trailing_mean(lengths, trials)}
+    size = max(1, -(-n // max_points))
+    out: dict[str, Any] = {
+        "trials": trials,
+        "threshold": threshold,
+        "episodes": n,
+        "binned": size > 1,
+        "bin": size,
+    }
+    for key, values in series.items():
+        out[key] = _clean(_bin_mean(values, size) if size > 1 else values)
+    for key, values in means.items():
+        out[key] = _clean(_bin_last(values, size) if size > 1 else values)
+    return out
+
+
+def from_graph_stats(
+    stats: dict[str, Any] | None, trials: int, threshold: float | None
+) -> dict[str, Any] | None:
+    """Chart data from the server's binned ``graph_stats`` (no running mean; x axes binned separately)."""
+    if not stats:
+        return None
+    by_episode = stats.get("x_episode_y_reward") or {}
+    xs = by_episode.get("x") or []
+    if not xs:
+        return None
+    n = len(xs)
+
+    def column(name: str, axis: str) -> list[Any]:
+        values = (stats.get(name) or {}).get(axis) or []
+        return list(values) if len(values) == n else [None] * n
+
+    return {
+        "trials": trials,
+        "threshold": threshold,
+        "episodes": None,
+        "binned": True,
+        "bin": None,
+        "episode": xs,
+        "timestep": column("x_timestep_y_reward", "x"),
+        "seconds": column("x_seconds_y_reward", "x"),
+        "reward": by_episode.get("y") or [None] * n,
+        "length": column("x_episode_y_length", "y"),
+        "reward_mean": [None] * n,
+        "length_mean": [None] * n,
+    }
+
+
+class CurveCache:
+    """A small LRU of computed chart data per evaluation id (evaluations never change once stored)."""
+
+    def __init__(self, size: int = _CACHE_SIZE) -> None:
+        self._size = size
+        self._items: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> tuple[bool, dict[str, Any] | None]:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return True, self._items[key]
+        return False, None
+
+    def put(self, key: str, value: dict[str, Any] | None) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+def parse_batch(data: bytes) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    return doc if isinstance(doc, dict) else None

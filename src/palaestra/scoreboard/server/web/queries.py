@@ -1,0 +1,363 @@
+"""The database queries behind the web pages (SQLAlchemy 2 selects of plain columns, no ORM loads).
+
+Each function takes a read :class:`~sqlalchemy.orm.Session` and returns :mod:`.views` objects. The
+env leaderboard is the hot path: it reads only the columns it shows, one page at a time, along the
+``(env_id, ...)`` indexes of ``evaluations``, and takes its count from the precomputed ``envs`` row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, aliased
+
+from palaestra import catalogue
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
+from palaestra.scoreboard.server.web.views import (
+    PAGE_SIZE,
+    EnvCard,
+    EnvHeader,
+    EvaluationRow,
+    GroupView,
+    Page,
+    clamp_page,
+)
+
+#: Leaderboard orders: key -> (label, ORDER BY clauses). Ties go to the earlier upload.
+LEADERBOARD_SORTS: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "episodes": (
+        "episodes before solve",
+        (
+            Evaluation.solved.desc(),
+            Evaluation.episode_t_value.asc(),
+            Evaluation.mean.desc().nulls_last(),
+            Evaluation.seq.asc(),
+        ),
+    ),
+    "mean": ("best 100-episode mean", (Evaluation.mean.desc().nulls_last(), Evaluation.seq.asc())),
+    "submitted": ("submission time, newest first", (Evaluation.seq.desc(),)),
+    "algorithm": ("algorithm name", (Algorithm.name.asc().nulls_last(), Evaluation.seq.asc())),
+}
+DEFAULT_SORT = "episodes"
+#: The index that serves the default order in one scan; without it the order is read in two segments.
+LEADERBOARD_INDEX = "ix_evaluations_env_leaderboard"
+_index_cache: dict[tuple[str, str], bool] = {}
+#: The algorithm of an evaluation's benchmark run: the 2017 client names the algorithm on the run
+#: only, so a benchmark evaluation shows its run's algorithm.
+RunAlgorithm = aliased(Algorithm, name="run_algorithm")
+UNLISTED_GROUP = catalogue.Group(
+    "unlisted", "Unlisted", "Environments the scoreboard's catalogue does not know."
+)
+
+
+def _row_columns() -> tuple[Any, ...]:
+    return (
+        Evaluation.id,
+        Evaluation.env_id,
+        sa.func.coalesce(Algorithm.id, RunAlgorithm.id).label("algorithm_id"),
+        sa.func.coalesce(Algorithm.name, RunAlgorithm.name).label("algorithm_name"),
+        User.name.label("user"),
+        Evaluation.solved,
+        Evaluation.episode_t_value,
+        Evaluation.mean,
+        Evaluation.error,
+        Evaluation.number_episodes,
+        Evaluation.created,
+        sa.func.coalesce(Evaluation.writeup, Algorithm.writeup, RunAlgorithm.writeup).label("writeup"),
+    )
+
+
+def _rows_select() -> sa.Select[Any]:
+    return (
+        sa.select(*_row_columns())
+        .select_from(Evaluation)
+        .join(User, User.seq == Evaluation.user_seq)
+        .outerjoin(Algorithm, Algorithm.seq == Evaluation.algorithm_seq)
+        .outerjoin(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
+        .outerjoin(RunAlgorithm, RunAlgorithm.seq == BenchmarkRun.algorithm_seq)
+    )
+
+
+def _to_rows(result: Sequence[Any]) -> list[EvaluationRow]:
+    return [
+        EvaluationRow(
+            id=r.id,
+            env_id=r.env_id,
+            algorithm_id=r.algorithm_id,
+            algorithm_name=r.algorithm_name,
+            user=r.user,
+            solved=bool(r.solved),
+            episode_t_value=r.episode_t_value,
+            mean=r.mean,
+            error=r.error,
+            number_episodes=r.number_episodes or 0,
+            created=r.created,
+            writeup=r.writeup,
+        )
+        for r in result
+    ]
+
+
+# -- home page ---------------------------------------------------------------------------------------
+
+
+def home(session: Session) -> tuple[list[GroupView], int, int]:
+    """``(groups, total evaluations, envs with evaluations)`` for ``/``: every catalogue env, grouped."""
+    stats = {s.env_id: s for s in session.execute(sa.select(EnvStats)).scalars()}
+    fewest = _fewest_episodes_per_env(session, [e for e, s in stats.items() if s.solved_count])
+    cards_by_group: dict[str, list[EnvCard]] = {g.id: [] for g in catalogue.GROUPS}
+    cards_by_group[UNLISTED_GROUP.id] = []
+    seen: set[str] = set()
+    for entry in catalogue.entries():
+        seen.add(entry.env_id)
+        s = stats.get(entry.env_id)
+        if not entry.available and s is None:
+            continue  # a 2017 id nobody uploaded: not worth a row
+        cards_by_group[entry.group].append(_card(entry.env_id, entry.summary, entry.available, s, fewest))
+    for env_id, s in sorted(stats.items()):
+        if env_id not in seen:
+            cards_by_group[UNLISTED_GROUP.id].append(_card(env_id, "", False, s, fewest))
+    groups = [GroupView.of(g, cards_by_group[g.id]) for g in (*catalogue.GROUPS, UNLISTED_GROUP)]
+    groups = [g for g in groups if g.active or g.idle]
+    total = sum(s.evaluation_count for s in stats.values())
+    active = sum(1 for s in stats.values() if s.evaluation_count)
+    return groups, total, active
+
+
+def _card(
+    env_id: str, summary: str, available: bool, s: EnvStats | None, fewest: dict[str, tuple[int, str]]
+) -> EnvCard:
+    if s is None:
+        return EnvCard(env_id=env_id, summary=summary, available=available, n_evaluations=0)
+    best = fewest.get(env_id)
+    return EnvCard(
+        env_id=env_id,
+        summary=summary,
+        available=available,
+        n_evaluations=s.evaluation_count,
+        best_episodes=best[0] if best else None,
+        best_mean=s.best_mean,
+        best_evaluation_id=best[1] if best else s.best_evaluation_id,
+    )
+
+
+def _fewest_episodes_per_env(session: Session, env_ids: list[str]) -> dict[str, tuple[int, str]]:
+    """``{env_id: (fewest episodes before solve, evaluation id)}`` of the solved envs.
+
+    One indexed lookup per solved env (``ix_evaluations_env_solved``), so the home page stays cheap
+    however many evaluations there are.
+    """
+    out: dict[str, tuple[int, str]] = {}
+    for env_id in env_ids:
+        row = session.execute(
+            sa.select(Evaluation.episode_t_value, Evaluation.id)
+            .where(Evaluation.env_id == env_id, Evaluation.solved.is_(True))
+            .order_by(Evaluation.episode_t_value.asc(), Evaluation.seq.asc())
+            .limit(1)
+        ).first()
+        if row is not None and row.episode_t_value is not None:
+            out[env_id] = (int(row.episode_t_value), str(row.id))
+    return out
+
+
+# -- env page --------------------------------------------------------------------------------------
+
+
+def env_header(session: Session, env_id: str) -> EnvHeader | None:
+    """The env's description and solving rule, or ``None`` if it is neither catalogued nor uploaded."""
+    entry = catalogue.lookup(env_id)
+    stats = session.get(EnvStats, env_id)
+    if entry is None and stats is None:
+        return None
+    if entry is None:
+        return EnvHeader(
+            env_id=env_id,
+            group_id=UNLISTED_GROUP.id,
+            group_name=UNLISTED_GROUP.name,
+            summary="",
+            solving_rule=f"{env_id} is not in this scoreboard's catalogue, so it has no solving rule.",
+            trials=catalogue.DEFAULT_TRIALS,
+            reward_threshold=None,
+            max_episode_steps=None,
+            listed=False,
+            available=False,
+            n_solved=stats.solved_count if stats else None,
+        )
+    group = catalogue.group(entry.group)
+    return EnvHeader(
+        env_id=env_id,
+        group_id=group.id,
+        group_name=group.name,
+        summary=entry.summary,
+        solving_rule=entry.solving_rule,
+        trials=entry.trials,
+        reward_threshold=entry.reward_threshold,
+        max_episode_steps=entry.max_episode_steps,
+        listed=True,
+        available=entry.available,
+        n_solved=stats.solved_count if stats else 0,
+    )
+
+
+def env_total(session: Session, env_id: str) -> int:
+    """How many evaluations ``env_id`` has (the precomputed count)."""
+    count = session.execute(sa.select(EnvStats.evaluation_count).where(EnvStats.env_id == env_id)).scalar()
+    return int(count or 0)
+
+
+def leaderboard(
+    session: Session, env_id: str, sort: str, page_number: int, path: str, size: int = PAGE_SIZE
+) -> tuple[list[EvaluationRow], Page]:
+    """One page of ``env_id``'s leaderboard in the order ``sort`` (a key of :data:`LEADERBOARD_SORTS`)."""
+    if sort not in LEADERBOARD_SORTS:
+        sort = DEFAULT_SORT
+    label, order = LEADERBOARD_SORTS[sort]
+    total = env_total(session, env_id)
+    number = clamp_page(page_number, total, size)
+    page = Page(number=number, size=size, total=total, path=path, sort=sort, sort_label=label)
+    if not total:
+        return [], page
+    if sort == DEFAULT_SORT and not _has_index(session, LEADERBOARD_INDEX):
+        return _fetch_rows(session, _solved_first_seqs(session, env_id, page)), page
+    return _page_rows(
+        session, Evaluation.env_id == env_id, order, page, needs_algorithm=sort == "algorithm"
+    ), page
+
+
+def _has_index(session: Session, name: str) -> bool:
+    """Whether ``evaluations`` has index ``name`` (looked up once per database)."""
+    bind = session.get_bind()
+    key = (str(bind.engine.url), name)
+    if key not in _index_cache:
+        try:
+            names = {ix["name"] for ix in sa.inspect(bind).get_indexes("evaluations")}
+        except sa.exc.SQLAlchemyError:
+            names = set()
+        _index_cache[key] = name in names
+    return _index_cache[key]
+
+
+def _solved_first_seqs(session: Session, env_id: str, page: Page) -> list[int]:
+    """The page's ``seq`` values in the default order, read as two index-ordered segments.
+
+    Used while the database lacks :data:`LEADERBOARD_INDEX` (requested of the server's migrations).
+
+    Solved evaluations (fewest episodes before solve first) come from the ``(env_id, solved,
+    episode_t_value)`` index, unsolved ones (best mean first) from ``(env_id, mean)``; one sorted
+    query over both would sort every evaluation of the env on each request.
+    """
+    solved_where = sa.and_(Evaluation.env_id == env_id, Evaluation.solved.is_(True))
+    n_solved = int(session.execute(sa.select(sa.func.count()).where(solved_where)).scalar() or 0)
+    seqs: list[int] = []
+    if page.offset < n_solved:
+        solved = (
+            sa.select(Evaluation.seq)
+            .where(solved_where)
+            .order_by(
+                Evaluation.episode_t_value.asc(), Evaluation.mean.desc().nulls_last(), Evaluation.seq.asc()
+            )
+            .limit(page.size)
+            .offset(page.offset)
+        )
+        seqs = list(session.execute(solved).scalars())
+    if len(seqs) < page.size:
+        unsolved = (
+            sa.select(Evaluation.seq)
+            .where(Evaluation.env_id == env_id, Evaluation.solved.is_(False))
+            .order_by(Evaluation.mean.desc().nulls_last(), Evaluation.seq.asc())
+            .limit(page.size - len(seqs))
+            .offset(max(0, page.offset - n_solved))
+        )
+        seqs += list(session.execute(unsolved).scalars())
+    return seqs
+
+
+def _page_rows(
+    session: Session, where: Any, order: tuple[Any, ...], page: Page, needs_algorithm: bool = False
+) -> list[EvaluationRow]:
+    """The rows of one page in two steps: the page's ``seq`` values along an index, then their columns.
+
+    Sorting and skipping then touch only the narrow index entries, and the joins run for the page's
+    rows alone, not for every evaluation of the env.
+    """
+    keys = sa.select(Evaluation.seq).where(where)
+    if needs_algorithm:
+        keys = keys.outerjoin(Algorithm, Algorithm.seq == Evaluation.algorithm_seq)
+    seqs = list(session.execute(keys.order_by(*order).limit(page.size).offset(page.offset)).scalars())
+    return _fetch_rows(session, seqs)
+
+
+def _fetch_rows(session: Session, seqs: list[int]) -> list[EvaluationRow]:
+    """The table rows of evaluations ``seqs``, in that order."""
+    if not seqs:
+        return []
+    stmt = _rows_select().add_columns(Evaluation.seq).where(Evaluation.seq.in_(seqs))
+    rows = {r.seq: r for r in session.execute(stmt)}
+    return _to_rows([rows[seq] for seq in seqs if seq in rows])
+
+
+# -- user and algorithm pages ------------------------------------------------------------------------
+
+
+def _paged_rows(
+    session: Session, where: Any, page_number: int, path: str, size: int = PAGE_SIZE
+) -> tuple[list[EvaluationRow], Page]:
+    total = int(
+        session.execute(sa.select(sa.func.count()).select_from(Evaluation).where(where)).scalar() or 0
+    )
+    number = clamp_page(page_number, total, size)
+    page = Page(number=number, size=size, total=total, path=path)
+    return _page_rows(session, where, (Evaluation.seq.desc(),), page), page
+
+
+def user(session: Session, name: str) -> User | None:
+    return session.execute(sa.select(User).where(User.name == name)).scalar_one_or_none()
+
+
+def user_evaluations(
+    session: Session, user_row: User, page_number: int, path: str
+) -> tuple[list[EvaluationRow], Page]:
+    return _paged_rows(session, Evaluation.user_seq == user_row.seq, page_number, path)
+
+
+def algorithm(session: Session, algorithm_id: str) -> tuple[Algorithm, str] | None:
+    """The algorithm with id ``algorithm_id`` and its owner's name."""
+    row = session.execute(
+        sa.select(Algorithm, User.name)
+        .join(User, User.seq == Algorithm.user_seq)
+        .where(Algorithm.id == algorithm_id)
+    ).first()
+    return (row[0], row[1]) if row is not None else None
+
+
+def algorithm_evaluations(
+    session: Session, algorithm_row: Algorithm, page_number: int, path: str
+) -> tuple[list[EvaluationRow], Page]:
+    runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_row.seq)
+    where = sa.or_(Evaluation.algorithm_seq == algorithm_row.seq, Evaluation.benchmark_run_seq.in_(runs))
+    return _paged_rows(session, where, page_number, path)
+
+
+# -- evaluation page ---------------------------------------------------------------------------------
+
+
+def evaluation(session: Session, evaluation_id: str) -> Any | None:
+    """The evaluation's row with its algorithm, owner and benchmark run (``None`` if there is none)."""
+    stmt = (
+        sa.select(
+            Evaluation,
+            sa.func.coalesce(Algorithm.id, RunAlgorithm.id).label("algorithm_id"),
+            sa.func.coalesce(Algorithm.name, RunAlgorithm.name).label("algorithm_name"),
+            sa.func.coalesce(Algorithm.writeup, RunAlgorithm.writeup).label("algorithm_writeup"),
+            User.name.label("user"),
+            BenchmarkRun.id.label("benchmark_run_id"),
+        )
+        .join(User, User.seq == Evaluation.user_seq)
+        .outerjoin(Algorithm, Algorithm.seq == Evaluation.algorithm_seq)
+        .outerjoin(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
+        .outerjoin(RunAlgorithm, RunAlgorithm.seq == BenchmarkRun.algorithm_seq)
+        .where(Evaluation.id == evaluation_id)
+    )
+    return session.execute(stmt).first()

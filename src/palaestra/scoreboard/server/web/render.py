@@ -1,0 +1,106 @@
+"""Jinja2 rendering of the web pages: one environment, autoescaping on, a few formatting filters.
+
+Every user-supplied string reaches the HTML through autoescaping; a URL that a user supplied (a
+writeup) is only made a link when it is ``http(s)``. Responses carry a Content-Security-Policy that
+allows scripts from this server only, so even a string that escaped escaping could not run.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jinja2
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+
+from palaestra.scoreboard.server.web import assets
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+
+#: Scripts only from this server ('wasm-unsafe-eval' for asciinema-player's terminal emulator),
+#: no inline scripts, no plugins, no framing; JSON data blocks are not scripts and still work.
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; media-src 'self' blob:; worker-src 'self' blob:; connect-src 'self'; "
+    "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+
+
+def fmt_number(value: Any, digits: int = 2) -> str:
+    """A number for a table: integers as they are, floats with ``digits`` decimals (trailing zeros kept)."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}".replace(",", "\u2009")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    if abs(x) >= 1e6:
+        return f"{x:.4g}"
+    return f"{x:.{digits}f}"
+
+
+def fmt_iso(value: datetime | None) -> str:
+    return value.isoformat() if value is not None else ""
+
+
+def fmt_day(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M UTC") if value is not None else ""
+
+
+def safe_url(value: Any) -> str | None:
+    """``value`` if it is an absolute http(s) URL (so it may be a link), else ``None``."""
+    if not isinstance(value, str):
+        return None
+    text = value.strip()
+    try:
+        parts = urlsplit(text)
+    except ValueError:
+        return None
+    if parts.scheme.lower() in ("http", "https") and parts.netloc and not any(c in text for c in "\r\n\t "):
+        return text
+    return None
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+    )
+    env.filters["num"] = fmt_number
+    env.filters["iso"] = fmt_iso
+    env.filters["day"] = fmt_day
+    env.filters["safe_url"] = safe_url
+    env.globals["asset"] = assets.asset_url
+    env.globals["vendor"] = assets.vendor_url
+    return env
+
+
+ENVIRONMENT = _environment()
+
+
+def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """Render ``template`` with ``context`` (plus ``vendor_available`` and ``nav``) as an HTML response."""
+    context.setdefault("nav", "envs")
+    context.setdefault("vendor_available", assets.vendor_available())
+    context["request_path"] = request.url.path
+    html = ENVIRONMENT.get_template(template).render(**context)
+    return HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)

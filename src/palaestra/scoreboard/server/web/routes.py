@@ -1,0 +1,416 @@
+"""The scoreboard's web pages (server-rendered HTML) and the downloads they link to."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import logging
+import re
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+
+from palaestra import catalogue
+from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
+from palaestra.scoreboard.server.storage import BlobStore
+from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
+from palaestra.scoreboard.server.web import curves, queries
+from palaestra.scoreboard.server.web.render import render
+from palaestra.scoreboard.server.web.services import blob_store, database
+from palaestra.scoreboard.server.web.views import Download, EvaluationDetail, VideoView
+
+logger = logging.getLogger("palaestra.scoreboard.web")
+
+router = APIRouter(include_in_schema=False)
+_curve_cache = curves.CurveCache()
+#: Terminal recordings larger than this get no text fallback on the page (the player still works).
+MAX_FALLBACK_RECORDING_BYTES = 2 * 1024 * 1024
+_ANSI_ESCAPE_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
+
+
+def _page_number(value: str) -> int:
+    """A ``?page=`` value as a page number; anything that is not a positive number is page 1."""
+    try:
+        return max(1, int(value))
+    except ValueError:
+        return 1
+
+
+def not_found(request: Request, what: str) -> HTMLResponse:
+    return render(request, "error.html", status_code=404, title="Not found", message=what)
+
+
+# -- home and env pages ------------------------------------------------------------------------------
+
+
+@router.get("/", response_class=HTMLResponse)
+def home_page(request: Request) -> HTMLResponse:
+    with database(request).read() as session:
+        groups, total, active = queries.home(session)
+    return render(request, "index.html", groups=groups, total_evaluations=total, envs_with_evaluations=active)
+
+
+@router.get("/envs/{env_id:path}", response_class=HTMLResponse)
+def env_page(
+    request: Request,
+    env_id: str,
+    sort: str = queries.DEFAULT_SORT,
+    page: str = Query("1", max_length=12),
+) -> HTMLResponse:
+    with database(request).read() as session:
+        header = queries.env_header(session, env_id)
+        if header is None:
+            return not_found(request, f"No environment {env_id!r} is known to this scoreboard.")
+        rows, pager = queries.leaderboard(session, env_id, sort, _page_number(page), request.url.path)
+    return render(request, "env.html", env=header, rows=rows, page=pager)
+
+
+# -- users and algorithms ----------------------------------------------------------------------------
+
+
+@router.get("/users/{name:path}", response_class=HTMLResponse)
+def user_page(request: Request, name: str, page: str = Query("1", max_length=12)) -> HTMLResponse:
+    with database(request).read() as session:
+        row = queries.user(session, name)
+        if row is None:
+            return not_found(request, f"No user {name!r}.")
+        rows, pager = queries.user_evaluations(session, row, _page_number(page), request.url.path)
+    facts = [("Member since", row.created.strftime("%Y-%m-%d") if row.created else "—")]
+    return render(
+        request,
+        "evaluations_list.html",
+        heading=f"User {name}",
+        description=None,
+        facts=facts,
+        writeup_url=None,
+        rows=rows,
+        page=pager,
+        show_algorithm=True,
+        show_user=False,
+    )
+
+
+@router.get("/algorithms/{algorithm_id}", response_class=HTMLResponse)
+def algorithm_page(
+    request: Request, algorithm_id: str, page: str = Query("1", max_length=12)
+) -> HTMLResponse:
+    with database(request).read() as session:
+        found = queries.algorithm(session, algorithm_id)
+        if found is None:
+            return not_found(request, f"No algorithm {algorithm_id!r}.")
+        alg, owner = found
+        rows, pager = queries.algorithm_evaluations(session, alg, _page_number(page), request.url.path)
+    facts = [("Id", alg.id), ("User", owner)]
+    return render(
+        request,
+        "evaluations_list.html",
+        heading=f"Algorithm {alg.name}",
+        description=alg.description,
+        facts=facts,
+        writeup_url=alg.writeup,
+        rows=rows,
+        page=pager,
+        show_algorithm=False,
+        show_user=True,
+    )
+
+
+# -- evaluations -------------------------------------------------------------------------------------
+
+
+def _video_kind(content_type: str) -> str:
+    if content_type == CONTENT_TYPE_MP4:
+        return "mp4"
+    if content_type == CONTENT_TYPE_ANSI:
+        return "terminal"
+    return "other"
+
+
+def _terminal_fallback(request: Request, key: str | None, size: int | None) -> str | None:
+    """The last frame of an asciicast v1 recording as plain text (shown without JavaScript)."""
+    if not key or (size is not None and size > MAX_FALLBACK_RECORDING_BYTES):
+        return None
+    return _last_frame_text(blob_store(request), key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _last_frame_text(store: BlobStore, key: str) -> str | None:
+    """Cached per (store, key): a stored blob never changes."""
+    try:
+        doc = json.loads(store.get_bytes(key))
+        frames = doc.get("stdout") or []
+        text = str(frames[-1][1])
+    except Exception:  # a broken recording only loses its fallback text
+        return None
+    return _ANSI_ESCAPE_RE.sub("", text).replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+
+
+def _videos(request: Request, evaluation_id: str, stored: list[Any]) -> list[VideoView]:
+    out: list[VideoView] = []
+    base = f"/evaluations/{evaluation_id}/videos"
+    for item in sorted(
+        (v for v in stored if isinstance(v, dict) and v.get("name")),
+        key=lambda v: (v.get("episode_id") is None, v.get("episode_id") or 0, v["name"]),
+    ):
+        content_type = str(item.get("content_type") or "")
+        kind = _video_kind(content_type)
+        out.append(
+            VideoView(
+                name=str(item["name"]),
+                episode_id=item.get("episode_id"),
+                content_type=content_type,
+                kind=kind,
+                url=f"{base}/{item['name']}",
+                meta_url=f"{base}/{item['metadata_name']}" if item.get("metadata_name") else None,
+                size=item.get("size"),
+                text_frame=_terminal_fallback(request, item.get("key"), item.get("size"))
+                if kind == "terminal"
+                else None,
+            )
+        )
+    return out
+
+
+def _detail(request: Request, found: Any) -> EvaluationDetail:
+    ev = found.Evaluation
+    entry = catalogue.lookup(ev.env_id) if ev.env_id else None
+    env_info = {"env_id": ev.env_id, "gym_version": ev.gym_version}
+    return EvaluationDetail(
+        id=ev.id,
+        env_id=ev.env_id,
+        algorithm_id=found.algorithm_id,
+        algorithm_name=found.algorithm_name,
+        user=found.user,
+        created=ev.created,
+        writeup=ev.writeup or found.algorithm_writeup,
+        gym_version=ev.gym_version,
+        benchmark_run_id=found.benchmark_run_id,
+        rule=entry.solving_rule if entry is not None else None,
+        trials=ev.trials,
+        reward_threshold=ev.reward_threshold,
+        solved=bool(ev.solved),
+        episode_t_value=ev.episode_t_value,
+        timestep_t_value=ev.timestep_t_value,
+        mean=ev.mean,
+        error=ev.error,
+        number_episodes=ev.number_episodes or 0,
+        number_timesteps=ev.number_timesteps or 0,
+        seconds_to_solve=ev.seconds_to_solve,
+        seconds_in_total=ev.seconds_in_total,
+        env_info={k: v for k, v in env_info.items() if v is not None},
+        videos=_videos(request, ev.id, list(ev.videos or [])),
+        episode_batch_key=ev.episode_batch_key,
+        graph_stats=ev.graph_stats,
+    )
+
+
+def _curves(request: Request, ev: EvaluationDetail) -> dict[str, Any] | None:
+    hit, cached = _curve_cache.get(ev.id)
+    if hit:
+        return cached
+    data: dict[str, Any] | None = None
+    if ev.episode_batch_key:
+        try:
+            doc = curves.parse_batch(blob_store(request).get_bytes(ev.episode_batch_key))
+            if doc is not None:
+                data = curves.from_episode_batch(doc, ev.trials, ev.reward_threshold)
+        except Exception as e:
+            logger.warning("Cannot read the episode batch of %s (%s); using the binned curves", ev.id, e)
+    if data is None:
+        data = curves.from_graph_stats(ev.graph_stats, ev.trials, ev.reward_threshold)
+    _curve_cache.put(ev.id, data)
+    return data
+
+
+@router.get("/evaluations/{evaluation_id}", response_class=HTMLResponse)
+def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
+    with database(request).read() as session:
+        found = queries.evaluation(session, evaluation_id)
+        if found is None:
+            return not_found(request, f"No evaluation {evaluation_id!r}.")
+        detail = _detail(request, found)
+    base = f"/evaluations/{detail.id}"
+    downloads: list[Download] = []
+    if detail.episode_batch_key:
+        downloads += [
+            Download(
+                "Episode batch (JSON)",
+                f"{base}/episode_batch.json",
+                "the uploaded episodes with env_id and initial_reset_timestamp, as the 2017 server stored them",
+            ),
+            Download("Episodes (CSV)", f"{base}/episodes.csv", "one row per episode"),
+        ]
+    downloads.append(Download("Evaluation (JSON, API)", f"/v1/evaluations/{detail.id}"))
+    for v in detail.videos:
+        downloads.append(Download(f"Video of episode {v.episode_id} ({v.name})", v.url))
+    return render(
+        request,
+        "evaluation.html",
+        ev=detail,
+        curves=_curves(request, detail),
+        downloads=downloads,
+        has_terminal_videos=any(v.kind == "terminal" for v in detail.videos),
+    )
+
+
+def _evaluation_row(request: Request, evaluation_id: str) -> Any:
+    with database(request).read() as session:
+        found = queries.evaluation(session, evaluation_id)
+    return found.Evaluation if found is not None else None
+
+
+def _blob_response(request: Request, key: str, media_type: str, filename: str | None = None) -> Response:
+    """A stored blob from this server's origin (the pages' Content-Security-Policy allows no other).
+
+    The file store's blobs are files (served with Range support, so videos seek); other stores'
+    are read and served from memory, with single-range requests answered too.
+    """
+    store = blob_store(request)
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=86400"}
+    if filename:
+        headers["Content-Disposition"] = f'inline; filename="{filename}"'
+    path = store.local_path(key)
+    if path is not None:
+        if not path.is_file():
+            return Response("not found", status_code=404, media_type="text/plain")
+        return FileResponse(path, media_type=media_type, headers=headers)
+    try:
+        data = store.get_bytes(key)
+    except LookupError:
+        return Response("not found", status_code=404, media_type="text/plain")
+    return _bytes_response(data, media_type, headers, request.headers.get("range"))
+
+
+_RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+def _bytes_response(
+    data: bytes, media_type: str, headers: dict[str, str], range_header: str | None
+) -> Response:
+    """``data`` whole, or the one byte range asked for (206), or 416 for a range outside it."""
+    headers = {**headers, "Accept-Ranges": "bytes"}
+    match = _RANGE_RE.match(range_header.strip()) if range_header else None
+    if match is None or match.group(1) == match.group(2) == "":
+        return Response(data, media_type=media_type, headers=headers)
+    size = len(data)
+    if match.group(1):
+        start = int(match.group(1))
+        end = min(int(match.group(2)), size - 1) if match.group(2) else size - 1
+    else:  # the last N bytes
+        start, end = max(0, size - int(match.group(2))), size - 1
+    if start >= size or start > end:
+        return Response(status_code=416, headers={**headers, "Content-Range": f"bytes */{size}"})
+    headers["Content-Range"] = f"bytes {start}-{end}/{size}"
+    return Response(data[start : end + 1], status_code=206, media_type=media_type, headers=headers)
+
+
+@router.get("/evaluations/{evaluation_id}/episode_batch.json")
+def episode_batch_download(request: Request, evaluation_id: str) -> Response:
+    ev = _evaluation_row(request, evaluation_id)
+    if ev is None or not ev.episode_batch_key:
+        return Response("no such episode batch", status_code=404, media_type="text/plain")
+    return _blob_response(
+        request, ev.episode_batch_key, "application/json", f"{evaluation_id}.episode_batch.json"
+    )
+
+
+@router.get("/evaluations/{evaluation_id}/episodes.csv")
+def episodes_csv(request: Request, evaluation_id: str) -> Response:
+    ev = _evaluation_row(request, evaluation_id)
+    if ev is None or not ev.episode_batch_key:
+        return Response("no such episode batch", status_code=404, media_type="text/plain")
+    try:
+        doc = curves.parse_batch(blob_store(request).get_bytes(ev.episode_batch_key)) or {}
+    except LookupError:
+        return Response("the episode batch is missing from storage", status_code=404, media_type="text/plain")
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["episode", "type", "length", "reward", "timestamp", "seconds", "data_source"])
+    lengths = doc.get("episode_lengths") or []
+    start = doc.get("initial_reset_timestamp")
+    types = doc.get("episode_types") or ["t"] * len(lengths)
+    sources = doc.get("data_sources") or [0] * len(lengths)
+    for i, (length, reward, stamp) in enumerate(
+        zip(lengths, doc.get("episode_rewards") or [], doc.get("timestamps") or [], strict=False)
+    ):
+        seconds = "" if not isinstance(start, int | float) else f"{stamp - start:.6f}"
+        writer.writerow(
+            [
+                i,
+                types[i] if i < len(types) else "",
+                length,
+                reward,
+                stamp,
+                seconds,
+                sources[i] if i < len(sources) else "",
+            ]
+        )
+    headers = {"Content-Disposition": f'attachment; filename="{evaluation_id}.episodes.csv"'}
+    return Response(out.getvalue(), media_type="text/csv", headers=headers)
+
+
+@router.get("/evaluations/{evaluation_id}/videos/{name}")
+def video_download(request: Request, evaluation_id: str, name: str) -> Response:
+    ev = _evaluation_row(request, evaluation_id)
+    if ev is None:
+        return Response("no such evaluation", status_code=404, media_type="text/plain")
+    for item in ev.videos or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("name") == name and item.get("key"):
+            content_type = str(item.get("content_type") or "")
+            media = "application/json" if content_type == CONTENT_TYPE_ANSI else (content_type or "video/mp4")
+            if name.endswith(".avi"):
+                media = "video/x-msvideo"
+            return _blob_response(request, item["key"], media, name)
+        if item.get("metadata_name") == name and item.get("metadata_key"):
+            return _blob_response(request, item["metadata_key"], "application/json", name)
+    return Response("no such video", status_code=404, media_type="text/plain")
+
+
+# -- benchmarks --------------------------------------------------------------------------------------
+
+
+@router.get("/benchmarks", response_class=HTMLResponse)
+def benchmarks_page(request: Request) -> HTMLResponse:
+    with database(request).read() as session:
+        items, available = benchmark_pages.summaries(session)
+    return render(
+        request, "benchmarks.html", nav="benchmarks", benchmarks=items, benchmarks_available=available
+    )
+
+
+@router.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse)
+def benchmark_page(
+    request: Request, benchmark_id: str, page: str = Query("1", max_length=12)
+) -> HTMLResponse:
+    with database(request).read() as session:
+        found = benchmark_pages.detail(session, benchmark_id, _page_number(page), request.url.path)
+    if found is None:
+        return not_found(request, f"No benchmark {benchmark_id!r}.")
+    bench, runs, pager, task_ids, aggregates = found
+    return render(
+        request,
+        "benchmark.html",
+        nav="benchmarks",
+        bench=bench,
+        runs=runs,
+        page=pager,
+        task_ids=task_ids,
+        aggregates=aggregates,
+    )
+
+
+@router.get("/benchmark_runs/{run_id}", response_class=HTMLResponse)
+def benchmark_run_page(request: Request, run_id: str) -> HTMLResponse:
+    with database(request).read() as session:
+        run = benchmark_pages.run_detail(session, run_id)
+    if run is None:
+        return not_found(request, f"No benchmark run {run_id!r}.")
+    return render(request, "benchmark_run.html", nav="benchmarks", run=run)
+
+
+__all__ = ["router"]

@@ -1,0 +1,261 @@
+"""What the templates show: plain data classes filled by :mod:`.queries` (no ORM objects in templates)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from palaestra.catalogue import Group
+
+PAGE_SIZE = 25
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a sorted table: ``number`` (1-based) of ``pages``, and how to link to others."""
+
+    number: int
+    size: int
+    total: int
+    path: str
+    sort: str = ""
+    sort_label: str = ""
+    params: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // self.size))
+
+    @property
+    def offset(self) -> int:
+        return (self.number - 1) * self.size
+
+    def url(self, **changes: Any) -> str:
+        """This page's URL with ``changes`` (e.g. ``page=2`` or ``sort="mean"``) applied."""
+        query: dict[str, str] = dict(self.params)
+        if self.sort:
+            query["sort"] = self.sort
+        query["page"] = str(self.number)
+        query.update({k: str(v) for k, v in changes.items()})
+        if query.get("page") == "1":
+            del query["page"]
+        return self.path + ("?" + urlencode(query) if query else "")
+
+
+def clamp_page(number: int, total: int, size: int = PAGE_SIZE) -> int:
+    """A requested page number brought into ``1..pages``."""
+    pages = max(1, -(-total // size))
+    return min(max(1, number), pages)
+
+
+@dataclass(frozen=True)
+class EnvCard:
+    """One env on the home page."""
+
+    env_id: str
+    summary: str
+    available: bool
+    n_evaluations: int
+    best_episodes: int | None = None
+    best_mean: float | None = None
+    best_evaluation_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupView:
+    id: str
+    name: str
+    description: str
+    active: list[EnvCard]
+    idle: list[EnvCard]
+
+    @classmethod
+    def of(cls, group: Group, cards: list[EnvCard]) -> GroupView:
+        return cls(
+            id=group.id,
+            name=group.name,
+            description=group.description,
+            active=[c for c in cards if c.n_evaluations],
+            idle=[c for c in cards if not c.n_evaluations],
+        )
+
+
+@dataclass(frozen=True)
+class EnvHeader:
+    """The top of an env page."""
+
+    env_id: str
+    group_id: str
+    group_name: str
+    summary: str
+    solving_rule: str
+    trials: int
+    reward_threshold: float | None
+    max_episode_steps: int | None
+    listed: bool
+    available: bool
+    n_solved: int | None
+
+
+@dataclass(frozen=True)
+class EvaluationRow:
+    """One evaluation in a table (leaderboard, user's, algorithm's)."""
+
+    id: str
+    env_id: str | None
+    algorithm_id: str | None
+    algorithm_name: str | None
+    user: str | None
+    solved: bool
+    episode_t_value: int | None
+    mean: float | None
+    error: float | None
+    number_episodes: int
+    created: datetime | None
+    writeup: str | None
+
+
+@dataclass(frozen=True)
+class VideoView:
+    name: str
+    episode_id: int | None
+    content_type: str
+    kind: str  # "mp4", "terminal" or "other"
+    url: str
+    meta_url: str | None
+    size: int | None
+    #: a terminal recording's last frame as plain text, shown without JavaScript
+    text_frame: str | None = None
+
+
+@dataclass(frozen=True)
+class Download:
+    label: str
+    url: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class EvaluationDetail:
+    """Everything on an evaluation page except the curves."""
+
+    id: str
+    env_id: str | None
+    algorithm_id: str | None
+    algorithm_name: str | None
+    user: str | None
+    created: datetime | None
+    writeup: str | None
+    gym_version: str | None
+    benchmark_run_id: str | None
+    rule: str | None
+    trials: int
+    reward_threshold: float | None
+    solved: bool
+    episode_t_value: int | None
+    timestep_t_value: int | None
+    mean: float | None
+    error: float | None
+    number_episodes: int
+    number_timesteps: int
+    seconds_to_solve: float | None
+    seconds_in_total: float | None
+    env_info: dict[str, Any]
+    videos: list[VideoView]
+    episode_batch_key: str | None
+    graph_stats: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A statistic with its 95% confidence interval."""
+
+    value: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class AggregateRow:
+    label: str
+    run_id: str | None
+    n: int
+    iqm: Interval | None
+    mean: Interval | None
+
+
+@dataclass(frozen=True)
+class BenchmarkSummary:
+    id: str
+    name: str
+    description: str
+    n_tasks: int | None
+    n_runs: int
+    best_run_id: str | None
+    best_score: float | None
+
+
+@dataclass(frozen=True)
+class TaskView:
+    env_id: str
+    trials: int | None
+    max_timesteps: int | None
+    floor: float | None
+    ceiling: float | None
+
+
+@dataclass(frozen=True)
+class BenchmarkDetail:
+    id: str
+    name: str
+    description: str
+    scorer: str
+    tasks: list[TaskView]
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: str
+    status: str
+    algorithm_id: str | None
+    algorithm_name: str | None
+    user: str | None
+    score: float | None
+    num_envs_solved: int | None
+    task_scores: dict[str, float]
+    created: datetime | None
+
+
+@dataclass(frozen=True)
+class RunEvaluation:
+    id: str
+    score: float | None
+
+
+@dataclass(frozen=True)
+class RunTask:
+    env_id: str
+    score: float | None
+    evaluations: list[RunEvaluation]
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    id: str
+    benchmark_id: str
+    benchmark_name: str
+    status: str
+    algorithm_id: str | None
+    algorithm_name: str | None
+    user: str | None
+    created: datetime | None
+    tags: dict[str, Any]
+    score: float | None
+    num_envs_solved: int | None
+    iqm: Interval | None
+    mean: Interval | None
+    extra_stats: list[tuple[str, str]]
+    tasks: list[RunTask]
