@@ -158,17 +158,21 @@ def metas(directory: Path) -> list[dict[str, Any]]:
 
 
 def ffmpeg_processes(marker: str) -> list[tuple[int, str]]:
-    """(pid, state) of running processes whose command line mentions ``marker`` (zombies included)."""
+    """(pid, state) of the ffmpeg processes whose command line mentions ``marker``: running ones, and
+    zombies of this process (an orphan's zombie is for init to reap, not for the recorder)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
-            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            cmdline = (
+                Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            )
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if marker in cmdline and "ffmpeg" in cmdline:
+        state, parent = fields[0], int(fields[1])
+        if marker in cmdline and "ffmpeg" in cmdline and (state != "Z" or parent == os.getpid()):
             found.append((int(entry), state))
     return found
 
@@ -176,7 +180,7 @@ def ffmpeg_processes(marker: str) -> list[tuple[int, str]]:
 def wait_until_gone(marker: str, timeout: float = 30.0) -> list[tuple[int, str]]:
     deadline = time.monotonic() + timeout
     while True:
-        left = [p for p in ffmpeg_processes(marker) if p[1] != "Z"]
+        left = ffmpeg_processes(marker)
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
@@ -243,7 +247,9 @@ def test_grayscale_and_rgba_frames(tmp_path: Path, channels: int) -> None:
 
 def test_direct_writes_without_queue(tmp_path: Path) -> None:
     env = PictureEnv(length=3, fps=None)
-    recorder = VideoRecorder(env, str(tmp_path / "direct"), {"episode_id": 3}, queue_bytes=0, frames_per_sec=12.5)
+    recorder = VideoRecorder(
+        env, str(tmp_path / "direct"), {"episode_id": 3}, queue_bytes=0, frames_per_sec=12.5
+    )
     env.reset()
     recorder.capture_frame()
     for _ in range(3):
@@ -296,12 +302,21 @@ def test_frozenlake_ansi_recording(tmp_path: Path) -> None:
     assert video.endswith(".video000000.json")
     doc = files.read_json(tmp_path / video)
     assert list(doc) == ["version", "width", "height", "duration", "command", "title", "env", "stdout"]
-    assert (doc["version"], doc["command"], doc["title"], doc["env"]) == (1, "-", "gym VideoRecorder episode", {})
+    assert (doc["version"], doc["command"], doc["title"], doc["env"]) == (
+        1,
+        "-",
+        "gym VideoRecorder episode",
+        {},
+    )
     assert len(doc["stdout"]) == steps + 1
     assert all(duration == 0.25 for duration, _ in doc["stdout"])  # FrozenLake's render_fps is 4
     assert doc["duration"] == pytest.approx(0.25 * (steps + 1))
     first = doc["stdout"][0][1]
-    assert first.startswith("\u001b[2J\u001b[1;1H") and first.endswith("\r\n") and "\n" not in first.replace("\r\n", "")
+    assert (
+        first.startswith("\u001b[2J\u001b[1;1H")
+        and first.endswith("\r\n")
+        and "\n" not in first.replace("\r\n", "")
+    )
     assert (doc["width"], doc["height"]) == (15, 6)  # what gym 0.9 wrote for FrozenLake
     meta = files.read_json(tmp_path / meta_name)
     assert meta == {
@@ -322,7 +337,9 @@ def test_ansi_without_render_fps_keeps_half_a_second(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("frame", ["no newline at the end", "carriage\r\nreturn\n", b"bytes\n"])
-def test_invalid_text_frames_break_the_video(tmp_path: Path, frame: Any, caplog: pytest.LogCaptureFixture) -> None:
+def test_invalid_text_frames_break_the_video(
+    tmp_path: Path, frame: Any, caplog: pytest.LogCaptureFixture
+) -> None:
     env = Monitor(TextEnv(length=2, frame=frame), tmp_path, video_callable=every_episode)
     with caplog.at_level(logging.WARNING, logger="palaestra"):
         play(env)
@@ -352,7 +369,9 @@ def test_ansi_full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 # -- failures --------------------------------------------------------------------------------------------
-def test_frame_shape_change_breaks_the_video_not_the_episode(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_frame_shape_change_breaks_the_video_not_the_episode(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     env = Monitor(PictureEnv(length=6, change_at=3), tmp_path, video_callable=every_episode)
     with caplog.at_level(logging.WARNING, logger="palaestra"):
         lengths = play(env, episodes=2)
@@ -394,7 +413,9 @@ def test_async_envs_may_skip_frames(tmp_path: Path) -> None:
     assert recorder.functional and int(ffprobe(recorder.path)["nb_read_frames"]) == 2
 
 
-def test_missing_ffmpeg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_missing_ffmpeg(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.setenv("PALAESTRA_FFMPEG", str(tmp_path / "no-such-ffmpeg"))
     with pytest.raises(DependencyNotInstalled, match="PALAESTRA_FFMPEG"):
         ffmpeg_binary()
@@ -446,7 +467,9 @@ def test_ffmpeg_killed_mid_episode(tmp_path: Path, caplog: pytest.LogCaptureFixt
 def test_full_disk(tmp_path: Path) -> None:
     if not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full to make writes fail with ENOSPC")
-    env = Monitor(PictureEnv(height=240, width=320, length=40), tmp_path, video_callable=every_episode, uid="full")
+    env = Monitor(
+        PictureEnv(height=240, width=320, length=40), tmp_path, video_callable=every_episode, uid="full"
+    )
     target = tmp_path / (files.video_base_name(env.file_infix, 0) + ".mp4")
     target.symlink_to("/dev/full")  # every write ffmpeg makes to the video fails with ENOSPC
     play(env)
@@ -480,7 +503,11 @@ def test_recorder_contract(tmp_path: Path) -> None:
     recorder.close()  # no frame: the 2017 "empty" video
     recorder.close()
     recorder.capture_frame()
-    assert files.read_json(recorder.metadata_path) == {"episode_id": 7, "content_type": "video/mp4", "empty": True}
+    assert files.read_json(recorder.metadata_path) == {
+        "episode_id": 7,
+        "content_type": "video/mp4",
+        "empty": True,
+    }
     assert recorder.functional and not os.path.exists(recorder.path)
 
     off = VideoRecorder(env, str(tmp_path / "off"), enabled=False)
@@ -505,6 +532,11 @@ def test_command_line() -> None:
     assert values(even, "-pix_fmt") == ["rgb24", "yuv420p"] and values(even, "-s:v") == ["600x400"]
     assert values(even, "-c:v") == ["libx264"] and values(even, "-movflags") == ["+faststart"]
     assert values(even, "-framerate") == ["50"] and "-vf" not in even
+    assert values(even, "-preset") == ["ultrafast"] and values(even, "-x264-params") == [
+        video_module.FAST_X264_PARAMS
+    ]
+    medium = ffmpeg_command("/v/a.mp4", 600, 400, 50, binary="ffmpeg", preset="medium")
+    assert values(medium, "-preset") == ["medium"] and "-x264-params" not in medium
     odd = ffmpeg_command("/v/a.mp4", 33, 17, 25, binary="ffmpeg", pix_fmt="rgba", threads=1)
     assert values(odd, "-vf") == ["pad=ceil(iw/2)*2:ceil(ih/2)*2"]
     assert values(odd, "-pix_fmt") == ["rgba", "yuv420p"] and values(odd, "-threads") == ["1"]
@@ -591,3 +623,28 @@ def test_vector_env_records_a_video_per_sub_env(tmp_path: Path) -> None:
             assert ffprobe(tmp_path / video)["codec_name"] == "h264"
     sizes = sorted({(ffprobe(tmp_path / v)["width"]) for pairs in videos.values() for v, _ in pairs})
     assert sizes == [14, 24]
+
+
+def test_frame_rate_sources(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    def fps_of(env: gym.Env[Any, Any], **kwargs: Any) -> float:
+        return VideoRecorder(env, str(tmp_path / "fps"), **kwargs).frames_per_sec
+
+    legacy = PictureEnv(fps=None)
+    legacy.metadata["video.frames_per_second"] = 10
+    assert fps_of(legacy) == 10.0  # the 2017 key still counts
+    assert fps_of(PictureEnv(fps=None)) == 30.0 and fps_of(TextEnv()) == 2.0
+    assert fps_of(PictureEnv(fps=60), frames_per_sec=15) == 15.0
+    with caplog.at_level(logging.WARNING, logger="palaestra"):
+        assert fps_of(PictureEnv(fps=float("nan"))) == 30.0
+    assert "Invalid video frame rate" in caplog.text
+
+
+def test_rgb_array_list_environments(tmp_path: Path) -> None:
+    env = gym.wrappers.RenderCollection(PictureEnv(length=3))
+    recorder = VideoRecorder(env, str(tmp_path / "list"))
+    env.reset()
+    for _ in range(3):
+        env.step(0)
+    recorder.capture_frame()  # the reset frame and three step frames, collected by the wrapper
+    recorder.close()
+    assert recorder.functional and int(ffprobe(recorder.path)["nb_read_frames"]) == 4

@@ -26,7 +26,7 @@ from palaestra.monitoring.stats import StatsRecorder
 
 logger = logging.getLogger("palaestra")
 
-VIDEO_RENDER_MODES = ("rgb_array", "ansi")
+VIDEO_RENDER_MODES = ("rgb_array", "rgb_array_list", "ansi")
 MODES = {"training": "t", "evaluation": "e"}
 
 
