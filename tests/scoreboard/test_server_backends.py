@@ -95,8 +95,7 @@ def test_postgres_two_processes_share_database_and_store(
         assert cb.get(f"/v1/envs/{env}").json()["evaluation_count"] == 16
         listed = ca.get("/v1/evaluations", params={"env": env, "limit": 50}).json()["data"]
         assert len({e["algorithm"]["id"] for e in listed}) == 1
-    b.kill()
-    a.restart()
+    b.kill()  # the other process keeps serving
     with a.client() as ca:
         assert ca.get(f"/v1/evaluations/{ev['id']}").json()["id"] == ev["id"]
 

@@ -1,0 +1,106 @@
+"""``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def add_database_arguments(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
+    """The flags that pick the database and store (shared with ``palaestra users``).
+
+    ``suppress``: leave the namespace alone when a flag is not given (for sub-subcommands, so that
+    flags given before the action survive).
+    """
+    default: Any = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--data-dir",
+        default=default,
+        help="folder of the default SQLite database and blob store "
+        "(env PALAESTRA_DATA_DIR; default: the user data dir)",
+    )
+    parser.add_argument(
+        "--database-url",
+        default=default,
+        help="sqlite:///PATH or postgresql://USER@HOST:PORT/DB (env PALAESTRA_DATABASE_URL)",
+    )
+    parser.add_argument(
+        "--storage",
+        default=default,
+        help="blob store: a folder, file:///PATH or s3://BUCKET/PREFIX (env PALAESTRA_STORAGE)",
+    )
+    parser.add_argument(
+        "--s3-endpoint-url",
+        default=default,
+        help="S3-compatible endpoint (env PALAESTRA_S3_ENDPOINT_URL or AWS_ENDPOINT_URL)",
+    )
+
+
+def config_from_args(args: argparse.Namespace) -> Any:
+    from palaestra.scoreboard.server.config import resolve_config
+
+    return resolve_config(
+        database_url=args.database_url,
+        storage=args.storage,
+        data_dir=args.data_dir,
+        host=getattr(args, "host", None),
+        port=getattr(args, "port", None),
+        public_url=getattr(args, "public_url", None),
+        s3_endpoint_url=args.s3_endpoint_url,
+    )
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "server",
+        help="run the scoreboard service (the 2017 /v1 API and web pages)",
+        description="Run the scoreboard: SQLite and a blob folder under --data-dir by default; "
+        "--database-url postgresql://... and --storage s3://bucket/prefix for the scale-out set-up. "
+        "`palaestra server migrate` applies the database migrations and exits.",
+    )
+    parser.add_argument(
+        "action", nargs="?", choices=["run", "migrate"], default="run", help="run (default) or migrate"
+    )
+    add_database_arguments(parser)
+    parser.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="port to listen on (default 8000)")
+    parser.add_argument(
+        "--public-url",
+        help="URL clients reach this server at, used in upload URLs and "
+        "web links (env PALAESTRA_PUBLIC_URL; default: the URL of each request)",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    parser.add_argument("--no-migrate", action="store_true", help="do not apply migrations on start")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import logging
+
+    from palaestra.scoreboard.server.state import migrate_database
+
+    config = config_from_args(args)
+    log = logging.getLogger("palaestra")
+    if args.action == "migrate":
+        migrate_database(config)
+        log.info("Database %s is at the newest schema.", _shown(config.database_url))
+        return 0
+    from palaestra.scoreboard.server.app import serve
+
+    if args.no_migrate:
+        config = config.with_overrides(migrate_on_start=False)
+    log.info(
+        "palaestra scoreboard on http://%s:%s (database %s, storage %s)",
+        config.host,
+        config.port,
+        _shown(config.database_url),
+        config.storage_url,
+    )
+    serve(config, workers=max(1, args.workers), log_level="warning" if args.quiet else "info")
+    return 0
+
+
+def _shown(url: str) -> str:
+    import sqlalchemy as sa
+
+    return sa.make_url(url).render_as_string(hide_password=True)

@@ -1,0 +1,579 @@
+"""The scoreboard wire protocol: the ``/v1`` schemas that client and server both use.
+
+This is the 2017 gym client's protocol (spec §4.3-4.4, §10), written down once as pydantic models.
+palaestra's upload client builds its requests and reads its responses with these models, and the
+server validates requests and answers with the same ones, so the two cannot drift apart.
+
+Conventions of the 2017 protocol kept here:
+
+- every object carries ``object`` (its kind) and ``id`` (``eval_...``, ``file_...``, ``brun_...``,
+  ``alg_...``); request ids are ``req_...`` and come back in a ``request-id`` header;
+- an error is a JSON body ``{"detail": <message>, "type": <param or "about:blank">}``;
+- files are uploaded in two steps: ``POST /v1/files`` answers a signed ``post_url`` plus
+  ``post_fields``, and the bytes go there as a multipart form (``post_fields`` + ``file``), which
+  answers 204;
+- ``POST /v1/benchmark_runs`` takes ``tags`` as a JSON-encoded *string*;
+- the evaluation's ``algorithm`` is ``{"id": ...}`` (possibly ``{}``); an id that does not exist
+  creates an algorithm with that name.
+
+The episode-batch document (what is uploaded for ``purpose="episode_batch"``) is validated by
+:func:`parse_episode_batch` on both sides: equal-length arrays, finite numbers, types ``t``/``e``,
+and size caps.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4, VIDEO_META_NAME_RE, VIDEO_NAME_RE
+
+# --------------------------------------------------------------------------------------------------
+# Constants
+# --------------------------------------------------------------------------------------------------
+
+API_PREFIX = "/v1"
+#: Content type of a video archive upload (a tar.gz of videos, their metadata and ``manifest.json``).
+VIDEO_ARCHIVE_CONTENT_TYPE = "application/vnd.openai.video+x-compressed"
+#: Content type of an episode-batch upload.
+EPISODE_BATCH_CONTENT_TYPE = "application/json"
+#: Name of the manifest member inside a video archive.
+VIDEO_ARCHIVE_MANIFEST = "manifest.json"
+#: Content types a video inside an archive may have (from its ``.meta.json``).
+VIDEO_CONTENT_TYPES = (CONTENT_TYPE_MP4, CONTENT_TYPE_ANSI)
+
+#: At most this many videos per archive (the 2017 client subsamples to it).
+MAX_VIDEOS = 100
+#: At most this many members in a video archive: every video, its metadata, and the manifest.
+MAX_ARCHIVE_MEMBERS = 2 * MAX_VIDEOS + 1
+#: At most this many episodes in one episode batch.
+MAX_EPISODES = 1_000_000
+#: At most this many data sources (merged stats files) in one episode batch.
+MAX_DATA_SOURCES = 10_000
+#: Default upload size caps (a server may be configured lower or higher; it answers 413 above them).
+MAX_EPISODE_BATCH_BYTES = 64 * 1024 * 1024
+MAX_VIDEO_ARCHIVE_BYTES = 256 * 1024 * 1024
+#: Caps while unpacking a video archive: one member, and all members together.
+MAX_ARCHIVE_MEMBER_BYTES = 64 * 1024 * 1024
+MAX_ARCHIVE_EXPANDED_BYTES = 1024 * 1024 * 1024
+#: Longest accepted strings.
+MAX_ID_LENGTH = 200
+MAX_TEXT_LENGTH = 10_000
+
+#: Headers.
+AUTHORIZATION_HEADER = "Authorization"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+REQUEST_ID_HEADER = "request-id"
+
+#: Id prefixes of each kind of object.
+ID_PREFIX = {
+    "evaluation": "eval_",
+    "file": "file_",
+    "benchmark_run": "brun_",
+    "algorithm": "alg_",
+    "request": "req_",
+    "api_key": "key_",
+}
+
+#: Error ``type`` meaning "no particular parameter" (the 2017 client maps it to ``param=None``).
+NO_PARAM = "about:blank"
+
+FilePurpose = Literal["episode_batch", "video"]
+FileStatus = Literal["pending", "uploaded"]
+BenchmarkRunStatus = Literal["open", "committed"]
+EpisodeType = Literal["t", "e"]
+
+FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+def evaluation_web_path(evaluation_id: str) -> str:
+    """Path of an evaluation's web page, relative to the public URL."""
+    return f"/evaluations/{evaluation_id}"
+
+
+def benchmark_run_web_path(benchmark_run_id: str) -> str:
+    """Path of a benchmark run's web page, relative to the public URL."""
+    return f"/benchmark_runs/{benchmark_run_id}"
+
+
+def algorithm_web_path(algorithm_id: str) -> str:
+    """Path of an algorithm's web page, relative to the public URL."""
+    return f"/algorithms/{algorithm_id}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Base classes
+# --------------------------------------------------------------------------------------------------
+
+
+class Request(BaseModel):
+    """A request body: unknown fields are an error that names them (as the 2017 server did)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Response(BaseModel):
+    """A response body: unknown fields are kept, so an older client reads a newer server."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------------
+
+
+class ErrorBody(Response):
+    """The error body every non-2xx answer carries (problem+json shaped, as the 2017 client parses it).
+
+    ``type`` is the offending parameter (e.g. ``"episode_rewards"``) or ``"about:blank"``.
+    """
+
+    detail: str
+    type: str = NO_PARAM
+    status: int | None = None
+    title: str | None = None
+    request_id: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------------
+
+
+class FileCreate(Request):
+    """``POST /v1/files``."""
+
+    purpose: FilePurpose
+    content_type: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+
+    @model_validator(mode="after")
+    def _check_content_type(self) -> FileCreate:
+        expected = default_content_type(self.purpose)
+        if self.content_type is not None and self.content_type != expected:
+            raise ValueError(
+                f"content_type {self.content_type!r} does not fit purpose {self.purpose!r}; use {expected!r}"
+            )
+        return self
+
+
+def default_content_type(purpose: str) -> str:
+    """The content type of an upload of ``purpose``."""
+    return VIDEO_ARCHIVE_CONTENT_TYPE if purpose == "video" else EPISODE_BATCH_CONTENT_TYPE
+
+
+class FileObject(Response):
+    """A file: created ``pending`` with a signed upload form, ``uploaded`` once the bytes arrived."""
+
+    object: Literal["file"] = "file"
+    id: str
+    purpose: FilePurpose
+    content_type: str
+    #: where to POST the multipart form (no API headers); answers 204; single use; expires
+    post_url: str | None = None
+    #: form fields to send with the ``file`` field
+    post_fields: dict[str, str] = Field(default_factory=dict)
+    status: FileStatus = "pending"
+    size: int | None = None
+    #: when ``post_url`` stops working
+    expires_at: datetime | None = None
+    created: datetime | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Algorithms
+# --------------------------------------------------------------------------------------------------
+
+
+class AlgorithmRef(Request):
+    """The ``algorithm`` field of an evaluation: ``{"id": <id or name>}`` or ``{}``."""
+
+    id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+
+
+class AlgorithmCreate(Request):
+    """``POST /v1/algorithms``."""
+
+    name: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    description: str | None = Field(default=None, max_length=MAX_TEXT_LENGTH)
+    writeup: str | None = Field(default=None, max_length=MAX_TEXT_LENGTH)
+
+
+class AlgorithmObject(Response):
+    object: Literal["algorithm"] = "algorithm"
+    id: str
+    name: str
+    description: str | None = None
+    writeup: str | None = None
+    owner: str | None = None
+    created: datetime | None = None
+    web_url: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Evaluations
+# --------------------------------------------------------------------------------------------------
+
+
+class EvaluationCreate(Request):
+    """``POST /v1/evaluations`` (every field is optional once the 2017 client stripped nulls)."""
+
+    training_episode_batch: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    training_video: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    env: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    algorithm: AlgorithmRef | None = None
+    benchmark_run_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    writeup: str | None = Field(default=None, max_length=MAX_TEXT_LENGTH)
+    gym_version: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+
+
+class EvaluationScore(Response):
+    """The "solved" statistics of an evaluation (spec §4.6), computed once on ingest."""
+
+    episode_t_value: int | None = None
+    timestep_t_value: int | None = None
+    mean: float | None = None
+    error: float | None = None
+    number_episodes: int = 0
+    number_timesteps: int = 0
+    seconds_to_solve: float | None = None
+    seconds_in_total: float | None = None
+    #: the window and threshold it was scored against
+    trials: int = 100
+    reward_threshold: float | None = None
+    solved: bool = False
+
+
+class VideoSummary(Response):
+    """One video of an evaluation."""
+
+    name: str
+    metadata_name: str
+    episode_id: int | None = None
+    content_type: str
+    size: int
+
+
+class EvaluationObject(Response):
+    object: Literal["evaluation"] = "evaluation"
+    id: str
+    env: str | None
+    #: whether the env id is one the scoreboard knows (unknown ids are accepted, unlisted)
+    env_listed: bool = False
+    env_group: str | None = None
+    algorithm: AlgorithmObject | None = None
+    benchmark_run_id: str | None = None
+    writeup: str | None = None
+    gym_version: str | None = None
+    training_episode_batch: str | None = None
+    training_video: str | None = None
+    owner: str | None = None
+    score: EvaluationScore | None = None
+    videos: list[VideoSummary] = Field(default_factory=list)
+    created: datetime | None = None
+    web_url: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Benchmark runs
+# --------------------------------------------------------------------------------------------------
+
+
+class BenchmarkRunCreate(Request):
+    """``POST /v1/benchmark_runs``; ``tags`` arrives as a JSON-encoded string (a dict is accepted too)."""
+
+    benchmark_id: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
+    algorithm_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    tags: dict[str, Any] | None = None
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _decode_tags(cls, value: Any) -> Any:
+        return decode_tags(value)
+
+
+def decode_tags(value: Any) -> Any:
+    """``tags`` as the 2017 client sends them (a JSON string) or as a dict; ``None`` stays ``None``."""
+    if isinstance(value, str):
+        if len(value) > MAX_TEXT_LENGTH:
+            raise ValueError(f"tags must be at most {MAX_TEXT_LENGTH} characters of JSON")
+        try:
+            value = json.loads(value)
+        except ValueError as e:
+            raise ValueError(f"tags must be a JSON-encoded object ({e})") from None
+    if value is not None and not isinstance(value, dict):
+        raise ValueError("tags must be a JSON object (a dict), e.g. '{\"lr\": 0.01}'")
+    return value
+
+
+class BenchmarkRunUpdate(Request):
+    """``POST /v1/benchmark_runs/{id}`` (the 2017 ``save()``)."""
+
+    algorithm_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    tags: dict[str, Any] | None = None
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _decode_tags(cls, value: Any) -> Any:
+        return decode_tags(value)
+
+
+class BenchmarkRunObject(Response):
+    object: Literal["benchmark_run"] = "benchmark_run"
+    id: str
+    benchmark_id: str
+    algorithm: AlgorithmObject | None = None
+    tags: dict[str, Any] = Field(default_factory=dict)
+    status: BenchmarkRunStatus = "open"
+    evaluations: list[str] = Field(default_factory=list)
+    #: the benchmark's aggregate score (``benchmark_aggregate_score``), once it could be computed
+    score: dict[str, Any] | None = None
+    owner: str | None = None
+    created: datetime | None = None
+    committed: datetime | None = None
+    web_url: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Lists
+# --------------------------------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+#: Largest page a list endpoint returns (``limit``).
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 20
+
+
+class ListPage(Response, Generic[T]):
+    """A page of a list (Stripe style): ``GET /v1/<kind>s?limit=N&starting_after=<id>``.
+
+    The 2017 client sends GET parameters as a raw JSON query string (``?{"limit": 10}``); the
+    server accepts that too. Pages run newest first.
+    """
+
+    object: Literal["list"] = "list"
+    url: str
+    data: list[T]
+    has_more: bool = False
+
+
+class ListParams(Request):
+    """Parameters of every list endpoint (plus filters, which the server reads per kind)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    limit: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+    starting_after: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+
+
+# --------------------------------------------------------------------------------------------------
+# The episode batch document
+# --------------------------------------------------------------------------------------------------
+
+
+class EpisodeBatchError(ValueError):
+    """An episode-batch document that is not valid; ``field`` names the offending key."""
+
+    def __init__(self, message: str, field: str = NO_PARAM) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class EpisodeBatch(BaseModel):
+    """The episode-batch document (spec §4.2): what ``gym.upload`` POSTs for ``episode_batch``.
+
+    The uploaded keys are ``data_sources, episode_lengths, episode_rewards, episode_types,
+    initial_reset_timestamps, timestamps``. The server stores an enriched copy that also has
+    ``env_id`` and ``initial_reset_timestamp`` (spec §10.17); both are accepted here.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    data_sources: list[NonNegativeInt] | None = None
+    episode_lengths: list[NonNegativeInt]
+    episode_rewards: list[FiniteFloat]
+    episode_types: list[EpisodeType] | None = None
+    initial_reset_timestamps: list[FiniteFloat | None] = Field(default_factory=list)
+    timestamps: list[FiniteFloat]
+    # enriched form
+    env_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    initial_reset_timestamp: FiniteFloat | None = None
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> EpisodeBatch:
+        n = len(self.episode_lengths)
+        if n > MAX_EPISODES:
+            raise EpisodeBatchError(
+                f"episode batch has {n} episodes; at most {MAX_EPISODES} fit in one upload", "episode_lengths"
+            )
+        for name in ("episode_rewards", "timestamps", "episode_types", "data_sources"):
+            values = getattr(self, name)
+            if values is not None and len(values) != n:
+                raise EpisodeBatchError(
+                    f"{name} has {len(values)} entries but episode_lengths has {n}; "
+                    "every per-episode array must have one entry per episode",
+                    name,
+                )
+        if len(self.initial_reset_timestamps) > MAX_DATA_SOURCES:
+            raise EpisodeBatchError(
+                f"initial_reset_timestamps has {len(self.initial_reset_timestamps)} entries; "
+                f"at most {MAX_DATA_SOURCES} data sources fit in one upload",
+                "initial_reset_timestamps",
+            )
+        if self.data_sources and self.initial_reset_timestamps:
+            top = max(self.data_sources)
+            if top >= len(self.initial_reset_timestamps):
+                raise EpisodeBatchError(
+                    f"data_sources refers to source {top} but initial_reset_timestamps has only "
+                    f"{len(self.initial_reset_timestamps)} entries",
+                    "data_sources",
+                )
+        return self
+
+    @property
+    def first_reset_timestamp(self) -> float | None:
+        """The earliest reset: ``initial_reset_timestamp``, else the least of the per-source ones."""
+        if self.initial_reset_timestamp is not None:
+            return self.initial_reset_timestamp
+        known = [t for t in self.initial_reset_timestamps if t is not None]
+        return min(known) if known else (self.timestamps[0] if self.timestamps else None)
+
+    def enriched(self, env_id: str | None) -> dict[str, Any]:
+        """The stored document: the uploaded keys plus ``env_id`` and ``initial_reset_timestamp``."""
+        doc = self.model_dump(exclude_none=False)
+        doc["env_id"] = env_id
+        doc["initial_reset_timestamp"] = self.first_reset_timestamp
+        if doc["episode_types"] is None:
+            doc["episode_types"] = ["t"] * len(self.episode_lengths)
+        if doc["data_sources"] is None:
+            doc["data_sources"] = [0] * len(self.episode_lengths)
+        return doc
+
+
+def _error_field(loc: tuple[int | str, ...]) -> str:
+    return str(loc[0]) if loc else NO_PARAM
+
+
+def parse_episode_batch(
+    data: bytes | str | dict[str, Any], max_bytes: int = MAX_EPISODE_BATCH_BYTES
+) -> EpisodeBatch:
+    """Validate an episode-batch document (raw JSON or an already decoded dict).
+
+    Raises :class:`EpisodeBatchError` whose message says what is wrong and whose ``field`` names the
+    key: unequal array lengths, a non-finite number, an episode type other than ``t``/``e``, a
+    negative length, or a document over ``max_bytes``/:data:`MAX_EPISODES`.
+    """
+    if isinstance(data, bytes | str):
+        size = len(data)
+        if size > max_bytes:
+            raise EpisodeBatchError(f"episode batch is {size} bytes; the limit is {max_bytes} bytes")
+        try:
+            # json.loads accepts NaN/Infinity, which are then rejected field by field with a name.
+            doc = json.loads(data)
+        except ValueError as e:
+            raise EpisodeBatchError(f"episode batch is not valid JSON: {e}") from None
+    else:
+        doc = data
+    if not isinstance(doc, dict):
+        raise EpisodeBatchError(f"episode batch must be a JSON object, not {type(doc).__name__}")
+    try:
+        return EpisodeBatch.model_validate(doc)
+    except EpisodeBatchError:
+        raise
+    except ValidationError as e:
+        err = e.errors(include_url=False)[0]
+        cause = err.get("ctx", {}).get("error")
+        if isinstance(cause, EpisodeBatchError):
+            raise cause from None
+        field = _error_field(tuple(err["loc"]))
+        where = ".".join(str(p) for p in err["loc"])
+        value = err.get("input")
+        shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
+        raise EpisodeBatchError(f"episode batch field {where}: {err['msg']}{shown}", field) from None
+
+
+# --------------------------------------------------------------------------------------------------
+# The video archive
+# --------------------------------------------------------------------------------------------------
+
+
+class VideoArchiveManifest(BaseModel):
+    """``manifest.json`` inside a video archive: ``{"version": 0, "videos": [[video, meta], ...]}``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    version: int = 0
+    videos: list[tuple[str, str]]
+
+    @field_validator("videos")
+    @classmethod
+    def _check_videos(cls, videos: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        if len(videos) > MAX_VIDEOS:
+            raise ValueError(f"the archive lists {len(videos)} videos; at most {MAX_VIDEOS} are allowed")
+        seen: set[str] = set()
+        for video, meta in videos:
+            if not VIDEO_NAME_RE.match(video):
+                raise ValueError(f"video name {video!r} must match {VIDEO_NAME_RE.pattern}")
+            if not VIDEO_META_NAME_RE.match(meta):
+                raise ValueError(f"video metadata name {meta!r} must match {VIDEO_META_NAME_RE.pattern}")
+            for name in (video, meta):
+                if name in seen or name == VIDEO_ARCHIVE_MANIFEST:
+                    raise ValueError(f"{name!r} appears twice in the archive manifest")
+                seen.add(name)
+        return videos
+
+
+class VideoMetadata(BaseModel):
+    """A video's ``.meta.json`` (spec §3.3)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    episode_id: int | None = None
+    content_type: str
+    encoder_version: dict[str, Any] | None = None
+    empty: bool = False
+    broken: bool = False
+
+    @field_validator("content_type")
+    @classmethod
+    def _check_content_type(cls, value: str) -> str:
+        if value not in VIDEO_CONTENT_TYPES:
+            raise ValueError(f"content_type {value!r} is not one of {', '.join(VIDEO_CONTENT_TYPES)}")
+        return value
+
+
+__all__ = [
+    "API_PREFIX",
+    "EPISODE_BATCH_CONTENT_TYPE",
+    "IDEMPOTENCY_HEADER",
+    "ID_PREFIX",
+    "MAX_EPISODES",
+    "MAX_VIDEOS",
+    "NO_PARAM",
+    "REQUEST_ID_HEADER",
+    "VIDEO_ARCHIVE_CONTENT_TYPE",
+    "AlgorithmCreate",
+    "AlgorithmObject",
+    "AlgorithmRef",
+    "BenchmarkRunCreate",
+    "BenchmarkRunObject",
+    "BenchmarkRunUpdate",
+    "EpisodeBatch",
+    "EpisodeBatchError",
+    "ErrorBody",
+    "EvaluationCreate",
+    "EvaluationObject",
+    "EvaluationScore",
+    "FileCreate",
+    "FileObject",
+    "ListPage",
+    "ListParams",
+    "VideoArchiveManifest",
+    "VideoMetadata",
+    "parse_episode_batch",
+]

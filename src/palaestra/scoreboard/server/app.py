@@ -1,0 +1,145 @@
+"""The FastAPI application of the scoreboard, and running it under uvicorn.
+
+``create_app(config)`` builds the app; the database is opened (and migrated) when the app starts.
+The web pages (``palaestra.scoreboard.server.web``: ``router`` and optionally ``mount_static(app)``)
+are included when that module is importable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.concurrency import run_in_threadpool
+
+import palaestra
+from palaestra.scoreboard.server import api, problems
+from palaestra.scoreboard.server.config import ServerConfig, resolve_config
+from palaestra.scoreboard.server.ingest import warm_up
+from palaestra.scoreboard.server.state import ServerState, build_state
+
+logger = logging.getLogger("palaestra.scoreboard")
+
+
+#: Worker threads per process for the synchronous handlers (fewer threads fight less over the GIL).
+THREADS = int(os.environ.get("PALAESTRA_SERVER_THREADS", "16"))
+
+
+def _include_web(app: FastAPI) -> None:
+    try:
+        from palaestra.scoreboard.server import web
+    except ImportError as e:
+        if e.name and e.name.startswith("palaestra.scoreboard.server.web"):
+            logger.debug("No web pages: palaestra.scoreboard.server.web is not there")
+            return
+        logger.exception("The web pages failed to import; serving the /v1 API only")
+        return
+    except Exception:
+        logger.exception("The web pages failed to import; serving the /v1 API only")
+        return
+    router = getattr(web, "router", None)
+    if router is not None:
+        app.include_router(router)
+    mount_static = getattr(web, "mount_static", None)
+    if callable(mount_static):
+        mount_static(app)
+
+
+def create_app(config: ServerConfig | None = None, state: ServerState | None = None) -> FastAPI:
+    """The scoreboard app for ``config`` (default: flags-free :func:`resolve_config`).
+
+    With ``state`` given, that state is used as is (tests); otherwise the database and store are
+    opened, and migrated, when the app starts.
+    """
+    cfg = config or (state.config if state else resolve_config())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own = state is None
+        app.state.scoreboard = state or await run_in_threadpool(build_state, cfg)
+        if THREADS:
+            import anyio.to_thread
+
+            anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
+        # Build the env catalogue (it imports every env provider) while the first requests arrive.
+        threading.Thread(target=warm_up, name="palaestra-warm-up", daemon=True).start()
+        logger.info(
+            "palaestra scoreboard: database %s, storage %s", _safe_url(cfg.database_url), cfg.storage_url
+        )
+        try:
+            yield
+        finally:
+            if own:
+                app.state.scoreboard.close()
+
+    app = FastAPI(
+        title="palaestra scoreboard",
+        version=palaestra.__version__,
+        description="The 2017 OpenAI Gym scoreboard API (/v1), self-hosted.",
+        lifespan=lifespan,
+    )
+    problems.install(app)
+    app.include_router(api.router)
+    _include_web(app)
+    return app
+
+
+def _safe_url(url: str) -> str:
+    import sqlalchemy as sa
+
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+#: Keep idle client connections this long (uvicorn's 5 s default makes clients that pause between
+#: requests race the server's close and see "connection reset").
+KEEP_ALIVE_S = 75
+
+
+def serve(config: ServerConfig, workers: int = 1, log_level: str = "info", **uvicorn_options: Any) -> None:
+    """Run the service in the foreground under uvicorn (``palaestra server``)."""
+    import uvicorn
+
+    uvicorn_options.setdefault("timeout_keep_alive", KEEP_ALIVE_S)
+
+    if workers > 1:
+        # Each worker process builds its own app from the environment; migrate once first.
+        from palaestra.scoreboard.server.state import migrate_database
+
+        migrate_database(config)
+        os.environ.update(_config_environ(config))
+        uvicorn.run(
+            "palaestra.scoreboard.server.app:app_from_environment",
+            factory=True,
+            host=config.host,
+            port=config.port,
+            workers=workers,
+            log_level=log_level,
+            **uvicorn_options,
+        )
+        return
+    uvicorn.run(
+        create_app(config), host=config.host, port=config.port, log_level=log_level, **uvicorn_options
+    )
+
+
+def _config_environ(config: ServerConfig) -> dict[str, str]:
+    env = {
+        "PALAESTRA_DATABASE_URL": config.database_url,
+        "PALAESTRA_STORAGE": config.storage_url,
+        "PALAESTRA_DATA_DIR": str(config.data_dir),
+    }
+    if config.public_url:
+        env["PALAESTRA_PUBLIC_URL"] = config.public_url
+    if config.s3_endpoint_url:
+        env["PALAESTRA_S3_ENDPOINT_URL"] = config.s3_endpoint_url
+    return env
+
+
+def app_from_environment() -> FastAPI:
+    """App factory for uvicorn workers: configuration from ``PALAESTRA_*`` variables."""
+    return create_app(resolve_config())

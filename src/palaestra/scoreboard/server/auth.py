@@ -1,0 +1,220 @@
+"""Users and API keys.
+
+A key is ``pal_`` + 43 URL-safe characters (256 random bits), shown once when it is created and
+stored as its sha256 (a slow hash adds nothing for a random 256-bit secret). Writes need
+``Authorization: Bearer KEY``; reads are public.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import sqlalchemy as sa
+from fastapi import Depends, Request
+from sqlalchemy.orm import Session
+
+from palaestra.errors import ConfigurationError
+from palaestra.scoreboard.server.db import ApiKey, Database, User, utcnow
+from palaestra.scoreboard.server.deps import get_state
+from palaestra.scoreboard.server.ids import new_id
+from palaestra.scoreboard.server.problems import ApiError
+from palaestra.scoreboard.server.state import ServerState
+
+KEY_PREFIX = "pal_"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller."""
+
+    user_seq: int
+    user_name: str
+    key_id: str
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def generate_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+# -- user management (used by ``palaestra users``) ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    user: str
+    key_id: str
+    prefix: str
+    created: datetime
+    revoked: datetime | None
+
+
+def create_user(db: Database, name: str) -> tuple[str, str]:
+    """Create user ``name`` (or add a key to it if it exists); returns ``(key_id, key)``."""
+    name = name.strip()
+    if not name or len(name) > 100 or any(c.isspace() for c in name):
+        raise ConfigurationError(f"Invalid user name {name!r}: use 1-100 characters without spaces")
+    key = generate_key()
+    key_id = new_id("api_key", 8)
+    for attempt in range(2):
+        try:
+            with db.write() as session:
+                user = session.scalar(sa.select(User).where(User.name == name))
+                if user is None:
+                    user = User(name=name)
+                    session.add(user)
+                    session.flush()
+                session.add(ApiKey(id=key_id, user_seq=user.seq, key_hash=hash_key(key), prefix=key[:10]))
+            break
+        except sa.exc.IntegrityError:
+            if attempt:  # the user was created concurrently once already; this is something else
+                raise
+    return key_id, key
+
+
+def list_keys(db: Database) -> list[KeyInfo]:
+    with db.read() as session:
+        rows = session.execute(
+            sa.select(User.name, ApiKey.id, ApiKey.prefix, ApiKey.created, ApiKey.revoked)
+            .join(ApiKey, ApiKey.user_seq == User.seq, isouter=True)
+            .order_by(User.name, ApiKey.created)
+        ).all()
+    return [KeyInfo(r[0], r[1] or "", r[2] or "", r[3], r[4]) for r in rows if r[1]]
+
+
+def revoke(db: Database, name_or_key_id: str) -> list[str]:
+    """Revoke one key (by ``key_...`` id or the key itself) or every key of a user; the ids revoked."""
+    now = utcnow()
+    with db.write() as session:
+        query = sa.select(ApiKey).where(ApiKey.revoked.is_(None))
+        if name_or_key_id.startswith("key_"):
+            query = query.where(ApiKey.id == name_or_key_id)
+        elif name_or_key_id.startswith(KEY_PREFIX):
+            query = query.where(ApiKey.key_hash == hash_key(name_or_key_id))
+        else:
+            query = query.join(User, User.seq == ApiKey.user_seq).where(User.name == name_or_key_id)
+        keys = list(session.scalars(query))
+        for k in keys:
+            k.revoked = now
+        return [k.id for k in keys]
+
+
+# -- the request dependency ---------------------------------------------------------------------------
+
+
+def _bearer(request: Request) -> str:
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if not header:
+        raise ApiError(
+            401,
+            "You must provide an API key: send 'Authorization: Bearer KEY' (palaestra upload reads "
+            "PALAESTRA_API_KEY; gym.upload reads OPENAI_GYM_API_KEY). The server's operator creates keys "
+            "with `palaestra users create NAME`.",
+        )
+    if scheme.lower() != "bearer" or not token.strip():
+        raise ApiError(401, "The Authorization header must be 'Bearer KEY'.")
+    return token.strip()
+
+
+_KEY_LOOKUP = (
+    sa.select(ApiKey.id, ApiKey.revoked, User.seq, User.name)
+    .join(User, User.seq == ApiKey.user_seq)
+    .where(ApiKey.key_hash == sa.bindparam("key_hash"))
+)
+
+
+def lookup_key(session: Session, key: str) -> Principal | None:
+    row = session.execute(_KEY_LOOKUP, {"key_hash": hash_key(key)}).first()
+    if row is None or row[1] is not None:
+        return None
+    return Principal(user_seq=row[2], user_name=row[3], key_id=row[0])
+
+
+class RateLimiter:
+    """A token bucket per API key: ``per_minute`` requests, refilled evenly (this process only)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.capacity = float(per_minute)
+        self.rate = per_minute / 60.0
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key_id: str) -> float:
+        """0 if the request may go ahead, else the seconds until it may."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(key_id, (self.capacity, now))
+            tokens = min(self.capacity, tokens + (now - last) * self.rate)
+            if tokens >= 1:
+                self._buckets[key_id] = (tokens - 1, now)
+                return 0.0
+            self._buckets[key_id] = (tokens, now)
+            return (1 - tokens) / self.rate
+
+
+_limiters: dict[int, RateLimiter] = {}
+
+
+def _check_rate(state: ServerState, principal: Principal) -> None:
+    per_minute = state.config.rate_limit_per_minute
+    if per_minute <= 0:
+        return
+    limiter = _limiters.setdefault(id(state), RateLimiter(per_minute))
+    wait = limiter.take(principal.key_id)
+    if wait:
+        raise ApiError(
+            429,
+            f"Too many requests: this server allows {per_minute} per minute per API key. "
+            f"Retry in {wait:.0f} s.",
+            headers={"Retry-After": str(max(1, round(wait)))},
+        )
+
+
+#: How long a successful key lookup is reused; a revoked key stops working within this time.
+AUTH_CACHE_S = 1.0
+_auth_cache: dict[str, tuple[Principal, float]] = {}
+_auth_lock = threading.Lock()
+
+
+def _cached_lookup(state: ServerState, key: str) -> Principal | None:
+    digest = hash_key(key)
+    now = time.monotonic()
+    cache_key = f"{id(state)}:{digest}"
+    with _auth_lock:
+        hit = _auth_cache.get(cache_key)
+    if hit is not None and hit[1] > now:
+        return hit[0]
+    with state.db.read() as session:
+        principal = lookup_key(session, key)
+    with _auth_lock:
+        if principal is None:
+            _auth_cache.pop(cache_key, None)
+        else:
+            if len(_auth_cache) > 10_000:
+                _auth_cache.clear()
+            _auth_cache[cache_key] = (principal, now + AUTH_CACHE_S)
+    return principal
+
+
+def require_user(request: Request, state: ServerState = Depends(get_state)) -> Principal:
+    """The caller's identity; 401 if the key is missing, unknown or revoked, 429 if it sends too fast."""
+    key = _bearer(request)
+    principal = _cached_lookup(state, key)
+    if principal is None:
+        shown = key[:8] + "..." if len(key) > 8 else "..."
+        raise ApiError(
+            401,
+            f"Invalid API key ({shown}): it is unknown to this server or was revoked. Ask the server's "
+            "operator for a key (`palaestra users create NAME`).",
+        )
+    _check_rate(state, principal)
+    return principal

@@ -1,0 +1,144 @@
+"""Server configuration: command-line flags, then ``PALAESTRA_*`` environment variables, then defaults.
+
+Defaults are the embedded set-up: a SQLite database and a blob folder under the data directory
+(``--data-dir``/``PALAESTRA_DATA_DIR``, by default ``<user data dir>/palaestra/scoreboard``),
+listening on 127.0.0.1:8000. ``--database-url postgresql://...`` and ``--storage s3://bucket/prefix``
+switch to the scale-out set-up with no other change.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from palaestra.errors import ConfigurationError
+from palaestra.scoreboard import protocol
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+#: How long a signed upload URL stays valid.
+DEFAULT_UPLOAD_TTL_S = 3600
+#: Learning-curve buckets stored per evaluation.
+GRAPH_BUCKETS = 100
+
+ENV_DATABASE_URL = "PALAESTRA_DATABASE_URL"
+ENV_STORAGE = "PALAESTRA_STORAGE"
+ENV_DATA_DIR = "PALAESTRA_DATA_DIR"
+ENV_PUBLIC_URL = "PALAESTRA_PUBLIC_URL"
+ENV_S3_ENDPOINT_URL = "PALAESTRA_S3_ENDPOINT_URL"
+ENV_FFPROBE = "PALAESTRA_FFPROBE"
+#: Integer settings that may also come from the environment (name -> ServerConfig field).
+ENV_LIMITS = {
+    "PALAESTRA_UPLOAD_TTL_S": "upload_ttl_s",
+    "PALAESTRA_MAX_EPISODE_BATCH_BYTES": "max_episode_batch_bytes",
+    "PALAESTRA_MAX_VIDEO_ARCHIVE_BYTES": "max_video_archive_bytes",
+    "PALAESTRA_MAX_ARCHIVE_MEMBER_BYTES": "max_archive_member_bytes",
+    "PALAESTRA_MAX_ARCHIVE_EXPANDED_BYTES": "max_archive_expanded_bytes",
+    "PALAESTRA_RATE_LIMIT_PER_MINUTE": "rate_limit_per_minute",
+}
+
+
+def default_data_dir() -> Path:
+    """``<user data dir>/palaestra/scoreboard`` (e.g. ``~/.local/share/palaestra/scoreboard``)."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("palaestra")) / "scoreboard"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything the service needs to know; build it with :func:`resolve_config`."""
+
+    data_dir: Path
+    database_url: str
+    storage_url: str
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    #: the URL clients and browsers reach the service at (``None``: the URL each request came in on)
+    public_url: str | None = None
+    s3_endpoint_url: str | None = None
+    upload_ttl_s: int = DEFAULT_UPLOAD_TTL_S
+    max_episode_batch_bytes: int = protocol.MAX_EPISODE_BATCH_BYTES
+    max_video_archive_bytes: int = protocol.MAX_VIDEO_ARCHIVE_BYTES
+    max_archive_member_bytes: int = protocol.MAX_ARCHIVE_MEMBER_BYTES
+    max_archive_expanded_bytes: int = protocol.MAX_ARCHIVE_EXPANDED_BYTES
+    #: ffprobe binary used to check every uploaded mp4 (``None``: look on PATH)
+    ffprobe: str | None = None
+    #: authenticated requests per API key and minute, per server process (0: no limit); 429 above it
+    rate_limit_per_minute: int = 0
+    #: apply Alembic migrations when the app starts
+    migrate_on_start: bool = True
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    def max_upload_bytes(self, purpose: str) -> int:
+        return self.max_video_archive_bytes if purpose == "video" else self.max_episode_batch_bytes
+
+    def base_url(self, request_base_url: str) -> str:
+        """The public URL, or else the base URL the request came in on (no trailing slash)."""
+        return (self.public_url or request_base_url).rstrip("/")
+
+    def with_overrides(self, **kwargs: Any) -> ServerConfig:
+        return replace(self, **kwargs)
+
+
+def normalise_database_url(url: str) -> str:
+    """Pick the installed driver: ``postgresql://`` becomes ``postgresql+psycopg://``."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    if not (url.startswith("sqlite") or url.startswith("postgresql")):
+        raise ConfigurationError(
+            f"Unsupported database URL {url!r}: use sqlite:///PATH or postgresql://USER@HOST:PORT/DB"
+        )
+    return url
+
+
+def resolve_config(
+    database_url: str | None = None,
+    storage: str | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    public_url: str | None = None,
+    s3_endpoint_url: str | None = None,
+    environ: dict[str, str] | None = None,
+    **extra: Any,
+) -> ServerConfig:
+    """Combine explicit values (flags), ``PALAESTRA_*`` environment variables and defaults."""
+    env = os.environ if environ is None else environ
+    directory = Path(data_dir or env.get(ENV_DATA_DIR) or default_data_dir()).expanduser().absolute()
+    db = database_url or env.get(ENV_DATABASE_URL) or f"sqlite:///{directory / 'scoreboard.sqlite3'}"
+    store = storage or env.get(ENV_STORAGE) or str(directory / "blobs")
+    h = host or DEFAULT_HOST
+    p = DEFAULT_PORT if port is None else int(port)
+    public = public_url or env.get(ENV_PUBLIC_URL) or None
+    endpoint = (
+        s3_endpoint_url
+        or env.get(ENV_S3_ENDPOINT_URL)
+        or env.get("AWS_ENDPOINT_URL_S3")
+        or env.get("AWS_ENDPOINT_URL")
+    )
+    for name, field_name in ENV_LIMITS.items():
+        if field_name not in extra and env.get(name):
+            try:
+                extra[field_name] = int(env[name])
+            except ValueError:
+                raise ConfigurationError(f"{name} must be a whole number, not {env[name]!r}") from None
+    return ServerConfig(
+        data_dir=directory,
+        database_url=normalise_database_url(db),
+        storage_url=store,
+        host=h,
+        port=p,
+        public_url=public.rstrip("/") if public else None,
+        s3_endpoint_url=endpoint,
+        ffprobe=env.get(ENV_FFPROBE),
+        **extra,
+    )

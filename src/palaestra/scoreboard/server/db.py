@@ -1,0 +1,366 @@
+"""The scoreboard's database: SQLAlchemy 2 models, the engine, and sessions.
+
+Tables (created by the Alembic migrations in ``migrations/``, never by ``create_all`` in production):
+
+- ``users``, ``api_keys`` (hashed keys; a key is shown once, at creation)
+- ``files`` (uploads: pending until their bytes arrived and were validated)
+- ``algorithms``, ``benchmark_runs``
+- ``evaluations``: one upload, with its scores precomputed on ingest (the "solved" statistics of
+  spec §4.6 as columns, the learning-curve series as ``graph_stats`` JSON) and its videos
+- ``envs``: one row per env id ever uploaded, with aggregates (evaluation count, best mean) kept
+  current in the same transaction that adds an evaluation
+- ``idempotency_keys``: the stored answers of creating POSTs sent with an ``Idempotency-Key``
+- ``server_settings``: the upload-signing secret, shared by every server process
+
+Every public object has a string ``id`` (``eval_...``) and an integer ``seq`` primary key that gives
+the newest-first order of list pages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """A timezone-aware UTC datetime on every backend (SQLite forgets the zone; this restores it)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect: sa.Dialect) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value
+
+
+JSONType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: UTCDateTime, dict[str, Any]: JSONType, list[Any]: JSONType}
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    name: Mapped[str] = mapped_column(sa.String(100), unique=True)
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(sa.String(40), primary_key=True)  # key_...
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq", ondelete="CASCADE"), index=True)
+    #: sha256 hex of the key (keys are 256-bit random, so a fast hash is the right one)
+    key_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    #: the first characters of the key, to recognise it in ``palaestra users list``
+    prefix: Mapped[str] = mapped_column(sa.String(16))
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class ServerSetting(Base):
+    __tablename__ = "server_settings"
+
+    key: Mapped[str] = mapped_column(sa.String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(sa.Text)
+
+
+class FileRecord(Base):
+    __tablename__ = "files"
+
+    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(sa.String(40), unique=True)  # file_...
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"), index=True)
+    purpose: Mapped[str] = mapped_column(sa.String(20))
+    content_type: Mapped[str] = mapped_column(sa.String(100))
+    #: pending -> uploaded
+    status: Mapped[str] = mapped_column(sa.String(20), default="pending")
+    #: where the bytes are in the blob store (set when they arrived, for the file store)
+    storage_key: Mapped[str | None] = mapped_column(sa.String(300), default=None)
+    size: Mapped[int | None] = mapped_column(sa.BigInteger, default=None)
+    max_bytes: Mapped[int] = mapped_column(sa.BigInteger)
+    expires: Mapped[datetime] = mapped_column()
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+    uploaded: Mapped[datetime | None] = mapped_column(default=None)
+    #: what ingest found (for videos: the list of unpacked videos with their blob keys)
+    ingest: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    #: the evaluation that consumed this file (a file backs at most one evaluation)
+    evaluation_id: Mapped[str | None] = mapped_column(sa.String(40), index=True, default=None)
+
+
+class Algorithm(Base):
+    __tablename__ = "algorithms"
+    __table_args__ = (sa.UniqueConstraint("user_seq", "name", name="uq_algorithms_user_name"),)
+
+    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(sa.String(40), unique=True)  # alg_...
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"), index=True)
+    name: Mapped[str] = mapped_column(sa.String(200))
+    description: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    writeup: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class BenchmarkRun(Base):
+    __tablename__ = "benchmark_runs"
+
+    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(sa.String(40), unique=True)  # brun_...
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"), index=True)
+    benchmark_id: Mapped[str] = mapped_column(sa.String(200), index=True)
+    algorithm_seq: Mapped[int | None] = mapped_column(sa.ForeignKey("algorithms.seq"), default=None)
+    tags: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    #: open -> committed
+    status: Mapped[str] = mapped_column(sa.String(20), default="open")
+    #: ``benchmark_aggregate_score`` output, when palaestra.benchmarks knows the benchmark
+    score: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    #: the aggregate score as a number, for ordering leaderboards
+    score_value: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    #: how many evaluations ``score`` was computed from (a later, larger count wins a race)
+    score_evaluations: Mapped[int | None] = mapped_column(default=None)
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+    committed: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class Evaluation(Base):
+    __tablename__ = "evaluations"
+    __table_args__ = (
+        sa.Index("ix_evaluations_env_seq", "env_id", "seq"),
+        sa.Index("ix_evaluations_env_mean", "env_id", "mean"),
+        sa.Index("ix_evaluations_env_solved", "env_id", "solved", "episode_t_value"),
+        sa.Index("ix_evaluations_user_seq", "user_seq", "seq"),
+        sa.Index("ix_evaluations_algorithm_seq", "algorithm_seq", "seq"),
+        sa.Index("ix_evaluations_benchmark_run", "benchmark_run_seq"),
+    )
+
+    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(sa.String(40), unique=True)  # eval_...
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"))
+    env_id: Mapped[str | None] = mapped_column(sa.String(200))
+    #: the env id is in palaestra's catalogue (unknown ids are accepted and unlisted)
+    env_listed: Mapped[bool] = mapped_column(default=False)
+    algorithm_seq: Mapped[int | None] = mapped_column(sa.ForeignKey("algorithms.seq"), default=None)
+    benchmark_run_seq: Mapped[int | None] = mapped_column(sa.ForeignKey("benchmark_runs.seq"), default=None)
+    writeup: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    gym_version: Mapped[str | None] = mapped_column(sa.String(100), default=None)
+    training_episode_batch: Mapped[str | None] = mapped_column(sa.String(40), default=None)  # file id
+    training_video: Mapped[str | None] = mapped_column(sa.String(40), default=None)  # file id
+    #: blob key of the enriched episode batch (uploaded keys + env_id + initial_reset_timestamp)
+    episode_batch_key: Mapped[str | None] = mapped_column(sa.String(300), default=None)
+    # -- "solved" statistics (palaestra.scoring.SolvedStats) and what they were scored against --
+    trials: Mapped[int] = mapped_column(default=100)
+    reward_threshold: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    solved: Mapped[bool] = mapped_column(default=False)
+    episode_t_value: Mapped[int | None] = mapped_column(default=None)
+    timestep_t_value: Mapped[int | None] = mapped_column(sa.BigInteger, default=None)
+    mean: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    error: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    number_episodes: Mapped[int] = mapped_column(default=0)
+    number_timesteps: Mapped[int] = mapped_column(sa.BigInteger, default=0)
+    seconds_to_solve: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    seconds_in_total: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    #: palaestra.scoring.compute_graph_stats output (learning-curve series), or None
+    graph_stats: Mapped[dict[str, Any] | None] = mapped_column(default=None, deferred=True)
+    #: the benchmark's per-evaluation score (``score_evaluation``), when linked to a known benchmark
+    benchmark_score: Mapped[dict[str, Any] | None] = mapped_column(default=None, deferred=True)
+    #: [{name, metadata_name, episode_id, content_type, size, key, metadata_key}, ...]
+    videos: Mapped[list[Any]] = mapped_column(default=list)
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class EnvStats(Base):
+    """Per-env aggregates for the home page and leaderboards, updated with every new evaluation."""
+
+    __tablename__ = "envs"
+    __table_args__ = (sa.Index("ix_envs_group", "group_id", "env_id"),)
+
+    env_id: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    group_id: Mapped[str | None] = mapped_column(sa.String(50), default=None)
+    listed: Mapped[bool] = mapped_column(default=False)
+    evaluation_count: Mapped[int] = mapped_column(default=0)
+    solved_count: Mapped[int] = mapped_column(default=0)
+    best_mean: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    best_evaluation_id: Mapped[str | None] = mapped_column(sa.String(40), default=None)
+    last_evaluation: Mapped[datetime | None] = mapped_column(default=None)
+
+
+class IdempotencyKey(Base):
+    __tablename__ = "idempotency_keys"
+
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"), primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    #: "POST /v1/evaluations" and a hash of the body, to refuse a key reused for another request
+    request: Mapped[str] = mapped_column(sa.String(200))
+    request_hash: Mapped[str] = mapped_column(sa.String(64))
+    status_code: Mapped[int] = mapped_column()
+    response: Mapped[dict[str, Any]] = mapped_column()
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+# --------------------------------------------------------------------------------------------------
+# Engine and sessions
+# --------------------------------------------------------------------------------------------------
+
+
+class Database:
+    """The engine(s) and session factories for one database URL.
+
+    ``read()`` gives a session for queries; ``write()`` a session inside one transaction that
+    commits on success and rolls back on any exception. On SQLite, writes start with
+    ``BEGIN IMMEDIATE`` (so a writer never fails half-way on a lock upgrade) and are serialised in
+    this process (waiting on a lock is quicker than SQLite's busy-sleep); the database runs in WAL
+    mode with a busy timeout, so several processes can still share it.
+    """
+
+    def __init__(self, url: str, *, echo: bool = False, pool_size: int = 10) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        self._write_lock = threading.Lock() if self.is_sqlite else None
+        if self.is_sqlite:
+            # reads run without an explicit transaction: one statement, one consistent snapshot
+            self.engine = self._sqlite_engine(url, echo, begin=None)
+            self.write_engine = self._sqlite_engine(url, echo, begin="BEGIN IMMEDIATE")
+        else:
+            self.engine = sa.create_engine(
+                url, echo=echo, pool_size=pool_size, max_overflow=40, pool_recycle=1800, future=True
+            )
+            self.write_engine = self.engine
+        self._read = sessionmaker(self.engine, expire_on_commit=False)
+        self._write = sessionmaker(self.write_engine, expire_on_commit=False)
+
+    @staticmethod
+    def _sqlite_engine(url: str, echo: bool, begin: str | None) -> Engine:
+        engine = sa.create_engine(
+            url,
+            echo=echo,
+            connect_args={"timeout": 30, "check_same_thread": False},
+            pool_size=20,
+            max_overflow=40,
+        )
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        if begin is not None:
+            statement = begin
+
+            @event.listens_for(engine, "begin")
+            def _on_begin(conn: sa.Connection) -> None:
+                conn.exec_driver_sql(statement)
+
+        return engine
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Session]:
+        """A session for queries (closed at the end; never commits)."""
+        with self._read() as session:
+            yield session
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Session]:
+        """A session inside one transaction: commit on success, roll back on any exception."""
+        lock = self._write_lock or contextlib.nullcontext()
+        with lock, self._write() as session, session.begin():
+            yield session
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+        if self.write_engine is not self.engine:
+            self.write_engine.dispose()
+
+
+_UPSERTS: dict[str, Any] = {}
+
+
+def _env_upsert(dialect: str) -> Any:
+    """``INSERT ... ON CONFLICT DO UPDATE`` adding one evaluation to ``envs`` (built once per dialect)."""
+    if dialect not in _UPSERTS:
+        if dialect == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
+        table: Any = EnvStats.__table__
+        stmt = insert(table).values(
+            env_id=sa.bindparam("env_id"),
+            group_id=sa.bindparam("group_id"),
+            listed=sa.bindparam("listed"),
+            evaluation_count=1,
+            solved_count=sa.bindparam("solved_count"),
+            best_mean=sa.bindparam("best_mean", type_=sa.Float()),
+            best_evaluation_id=sa.bindparam("best_evaluation_id", type_=sa.String()),
+            last_evaluation=sa.bindparam("last_evaluation", type_=UTCDateTime()),
+        )
+        current, new = table.c, stmt.excluded
+        better = sa.and_(
+            new.best_mean.is_not(None), sa.or_(current.best_mean.is_(None), new.best_mean > current.best_mean)
+        )
+        _UPSERTS[dialect] = stmt.on_conflict_do_update(
+            index_elements=[current.env_id],
+            set_={
+                "group_id": new.group_id,
+                "listed": new.listed,
+                "evaluation_count": current.evaluation_count + 1,
+                "solved_count": current.solved_count + new.solved_count,
+                "best_mean": sa.case((better, new.best_mean), else_=current.best_mean),
+                "best_evaluation_id": sa.case(
+                    (better, new.best_evaluation_id), else_=current.best_evaluation_id
+                ),
+                "last_evaluation": new.last_evaluation,
+            },
+        )
+    return _UPSERTS[dialect]
+
+
+def upsert_env_stats(
+    session: Session,
+    env_id: str,
+    group_id: str | None,
+    listed: bool,
+    mean: float | None,
+    solved: bool,
+    evaluation_id: str,
+    created: datetime,
+) -> None:
+    """Add one evaluation to the env's aggregates, atomically (INSERT ... ON CONFLICT DO UPDATE)."""
+    conn = session.connection()
+    conn.execute(
+        _env_upsert(conn.dialect.name),
+        {
+            "env_id": env_id,
+            "group_id": group_id,
+            "listed": listed,
+            "solved_count": int(solved),
+            "best_mean": mean,
+            "best_evaluation_id": evaluation_id if mean is not None else None,
+            "last_evaluation": created,
+        },
+    )

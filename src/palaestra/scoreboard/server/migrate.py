@@ -1,0 +1,94 @@
+"""Apply the scoreboard's Alembic migrations programmatically (on start, and ``palaestra server migrate``).
+
+Several processes may start at once against one database: on PostgreSQL they take an advisory
+lock around the upgrade; on SQLite, a file lock beside the database file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sqlalchemy as sa
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+logger = logging.getLogger("palaestra.scoreboard.migrate")
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+#: pg_advisory_lock key of the migration lock ("palaestra" in ASCII, folded to 63 bits)
+PG_LOCK_KEY = 0x70616C6165737472
+#: The newest revision in ``migrations/versions`` (a test checks it), so that a database already at
+#: it is recognised without importing Alembic.
+SCHEMA_HEAD = "0001"
+
+
+def alembic_config(url: str) -> Config:
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def head_revision() -> str | None:
+    """The newest revision, read from the migration scripts."""
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()
+
+
+def current_revision(engine: sa.Engine) -> str | None:
+    """The database's revision (``None`` for an empty database), without importing Alembic."""
+    with engine.connect() as conn:
+        if not sa.inspect(conn).has_table("alembic_version"):
+            return None
+        rows = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
+    return rows[0] if len(rows) == 1 else None
+
+
+@contextlib.contextmanager
+def _sqlite_file_lock(url: str) -> Iterator[None]:
+    path = sa.make_url(url).database
+    if not path or path == ":memory:":
+        yield
+        return
+    import fcntl
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(f"{path}.migrate-lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def upgrade(engine: sa.Engine, revision: str = "head") -> None:
+    """Bring the database to ``revision`` (default: the newest), safely under concurrent starts."""
+    if revision == "head" and current_revision(engine) == SCHEMA_HEAD:
+        return
+    from alembic import command
+
+    cfg = alembic_config(engine.url.render_as_string(hide_password=False))
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": PG_LOCK_KEY})
+            conn.commit()
+            try:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, revision)
+                conn.commit()
+            finally:
+                conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": PG_LOCK_KEY})
+                conn.commit()
+        return
+    with _sqlite_file_lock(engine.url.render_as_string(hide_password=False)), engine.connect() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, revision)
+        conn.commit()

@@ -1,0 +1,46 @@
+"""Alembic environment of the scoreboard (run programmatically by ``palaestra.scoreboard.server.migrate``).
+
+The caller passes an open connection in ``config.attributes["connection"]``; with none (the
+``alembic`` command line), ``sqlalchemy.url`` from the config is used.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import context
+
+from palaestra.scoreboard.server.db import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _run(connection: sa.Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = sa.create_engine(config.get_main_option("sqlalchemy.url") or "")
+    with engine.connect() as conn:
+        _run(conn)
+
+
+if context.is_offline_mode():
+    context.configure(
+        url=config.get_main_option("sqlalchemy.url"), target_metadata=target_metadata, literal_binds=True
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    run_migrations_online()

@@ -1,0 +1,148 @@
+"""Error answers as the 2017 client parses them, and the ``request-id`` of every request.
+
+Every non-2xx answer is JSON ``{"detail": ..., "type": ..., "status": ..., "request_id": ...}`` with
+a ``request-id`` header; ``type`` names the offending parameter (the 2017 client shows it as
+``InvalidRequestError.param``) or is ``"about:blank"``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from palaestra.scoreboard.protocol import NO_PARAM, REQUEST_ID_HEADER
+from palaestra.scoreboard.server.ids import new_id
+
+logger = logging.getLogger("palaestra.scoreboard")
+
+TITLES = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    409: "Conflict",
+    413: "Payload Too Large",
+    422: "Unprocessable Entity",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+class ApiError(Exception):
+    """Raise in a handler to answer ``status`` with ``detail`` (and ``param`` as the error ``type``)."""
+
+    def __init__(
+        self, status: int, detail: str, param: str = NO_PARAM, headers: dict[str, str] | None = None
+    ):
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.param = param
+        self.headers = headers or {}
+
+
+def request_id(request: Request) -> str:
+    rid = request.scope.get("state", {}).get("request_id")
+    return str(rid) if rid else ""
+
+
+def error_response(
+    request: Request, status: int, detail: str, param: str = NO_PARAM, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    body = {
+        "detail": detail,
+        "type": param,
+        "status": status,
+        "title": TITLES.get(status, "Error"),
+        "request_id": request_id(request) or None,
+    }
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _validation_detail(exc: RequestValidationError) -> tuple[str, str]:
+    errors = exc.errors()
+    if not errors:
+        return "The request is invalid.", NO_PARAM
+    err = errors[0]
+    loc = [str(p) for p in err.get("loc", ()) if p not in ("body", "query", "path", "header")]
+    param = loc[0] if loc else NO_PARAM
+    where = ".".join(loc)
+    msg = str(err.get("msg", "invalid"))
+    if err.get("type") == "extra_forbidden":
+        msg = f"Additional properties are not allowed ({where!r} was unexpected)"
+        return msg, param
+    if err.get("type") == "missing":
+        return f"Missing required parameter {where!r}.", param
+    if err.get("type") in ("json_invalid", "model_attributes_type", "dict_type") and not where:
+        return "The request body must be a JSON object.", NO_PARAM
+    return (f"Invalid parameter {where!r}: {msg}" if where else msg), param
+
+
+def install(app: FastAPI) -> None:
+    """Add the request-id middleware and the error handlers to ``app``."""
+
+    @app.exception_handler(ApiError)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(request, exc.status, exc.detail, exc.param, exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        detail, param = _validation_detail(exc)
+        return error_response(request, 400, detail, param)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404 and detail == "Not Found":
+            detail = f"There is no {request.method} {request.url.path} in this API (see /openapi.json)."
+        if exc.status_code == 405:
+            detail = f"{request.method} is not allowed on {request.url.path} (see /openapi.json)."
+        return error_response(request, exc.status_code, detail, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.exception(
+            "Unexpected error in %s %s (%s)", request.method, request.url.path, request_id(request)
+        )
+        rid = request_id(request)
+        return error_response(
+            request,
+            500,
+            "The server failed to handle this request; it has been logged under the request id. "
+            "Try again, and report it if it keeps happening.",
+            headers={REQUEST_ID_HEADER: rid} if rid else None,
+        )
+
+    app.add_middleware(RequestIdMiddleware)
+
+
+class RequestIdMiddleware:
+    """Give every request a ``req_...`` id (``request.state.request_id``) and a ``request-id`` header."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        rid = new_id("request", 10)
+        scope.setdefault("state", {})["request_id"] = rid
+        header = (REQUEST_ID_HEADER.encode(), rid.encode())
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers: list[Any] = list(message.get("headers", []))
+                headers.append(header)
+                message["headers"] = headers
+            await send(message)
+
+        await self.app(scope, receive, send_with_id)

@@ -1,0 +1,102 @@
+"""The running service's state: configuration, database, blob store and upload-signing secret."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from palaestra.errors import ConfigurationError
+from palaestra.scoreboard.server import migrate
+from palaestra.scoreboard.server.config import ServerConfig
+from palaestra.scoreboard.server.db import Database, ServerSetting
+from palaestra.scoreboard.server.storage import BlobStore, open_store
+
+logger = logging.getLogger("palaestra.scoreboard")
+
+UPLOAD_SECRET_SETTING = "upload_secret"
+
+
+@dataclass
+class ServerState:
+    """What every request handler needs; ``app.state.scoreboard`` holds one."""
+
+    config: ServerConfig
+    db: Database
+    store: BlobStore
+    #: HMAC key of upload URLs, shared by every process on the same database
+    secret: bytes
+
+    def close(self) -> None:
+        self.db.dispose()
+
+
+def migrate_database(config: ServerConfig) -> None:
+    """Apply the Alembic migrations to ``config.database_url`` (safe when several processes start)."""
+    if config.is_sqlite:
+        path = sa.make_url(config.database_url).database
+        if path and path != ":memory:":
+            from pathlib import Path
+
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+    engine = sa.create_engine(config.database_url)
+    try:
+        migrate.upgrade(engine)
+    except sa.exc.OperationalError as e:
+        raise ConfigurationError(
+            f"Cannot open the database {_shown(config.database_url)}: {e.orig}"
+        ) from None
+    finally:
+        engine.dispose()
+
+
+def check_schema(db: Database) -> None:
+    """Refuse to run on a database whose schema is not the newest (``palaestra server migrate``)."""
+    current, head = migrate.current_revision(db.engine), migrate.SCHEMA_HEAD
+    if current != head:
+        raise ConfigurationError(
+            f"The database {_shown(db.url)} is at schema revision {current or '(empty)'}, not {head}; "
+            "run `palaestra server migrate` (or start the server without --no-migrate)."
+        )
+
+
+def _shown(url: str) -> str:
+    return sa.make_url(url).render_as_string(hide_password=True)
+
+
+def load_secret(db: Database) -> bytes:
+    """The upload-signing secret, created on first use (the first process to insert it wins)."""
+    with db.read() as session:
+        row = session.get(ServerSetting, UPLOAD_SECRET_SETTING)
+        if row is not None:
+            return bytes.fromhex(row.value)
+    try:
+        with db.write() as session:
+            session.add(ServerSetting(key=UPLOAD_SECRET_SETTING, value=secrets.token_hex(32)))
+    except sa.exc.IntegrityError:
+        pass  # another process created it first
+    with db.read() as session:
+        row = session.get(ServerSetting, UPLOAD_SECRET_SETTING)
+        assert row is not None
+        return bytes.fromhex(row.value)
+
+
+def open_database(config: ServerConfig, migrate_now: bool | None = None) -> Database:
+    """The database of ``config``, migrated first unless told not to."""
+    if migrate_now if migrate_now is not None else config.migrate_on_start:
+        migrate_database(config)
+    db = Database(config.database_url)
+    check_schema(db)
+    return db
+
+
+def build_state(config: ServerConfig) -> ServerState:
+    """Open (and migrate) the database and the blob store of ``config``."""
+    if config.is_sqlite or not config.storage_url.startswith("s3:"):
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+    db = open_database(config)
+    store = open_store(config.storage_url, config.s3_endpoint_url)
+    store.check()
+    return ServerState(config=config, db=db, store=store, secret=load_secret(db))

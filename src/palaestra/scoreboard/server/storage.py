@@ -1,0 +1,310 @@
+"""Blob stores: a local folder (``file:///path`` or a plain path) or S3 (``s3://bucket/prefix``).
+
+Both store immutable blobs under keys such as ``files/file_abc/3f2a.../upload``. Writes are atomic:
+a reader sees the whole blob or none. The S3 store hands out real presigned POST forms for uploads;
+the file store has none, and the server signs its own upload URLs instead (see ``uploads.py``).
+The S3 endpoint comes from ``--s3-endpoint-url``, ``PALAESTRA_S3_ENDPOINT_URL`` or the usual AWS
+variables (``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``); credentials from the AWS environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import urlparse
+
+from palaestra.errors import ConfigurationError
+
+
+class BlobNotFound(LookupError):
+    """No blob under that key."""
+
+
+def check_key(key: str) -> str:
+    """Refuse keys that could escape the store (absolute, ``..``, backslashes, empty parts)."""
+    parts = key.split("/")
+    if not key or key.startswith("/") or "\\" in key or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"invalid blob key {key!r}")
+    return key
+
+
+class BlobStore(ABC):
+    """Where uploads, unpacked videos and stored episode batches live."""
+
+    url: str
+
+    @abstractmethod
+    def put_file(self, key: str, source: str | os.PathLike[str]) -> None:
+        """Store the file at ``source`` under ``key`` (atomically)."""
+
+    @abstractmethod
+    def put_stream(self, key: str, stream: BinaryIO) -> None:
+        """Store what ``stream`` holds from its current position under ``key`` (atomically)."""
+
+    @abstractmethod
+    def put_bytes(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` (atomically)."""
+
+    @abstractmethod
+    def get_bytes(self, key: str) -> bytes:
+        """The blob's bytes; :class:`BlobNotFound` if there is none."""
+
+    @abstractmethod
+    def download(self, key: str, dest: str | os.PathLike[str]) -> None:
+        """Copy the blob to the local file ``dest``."""
+
+    @abstractmethod
+    def open(self, key: str) -> BinaryIO:
+        """A readable binary stream of the blob."""
+
+    @abstractmethod
+    def size(self, key: str) -> int | None:
+        """The blob's size in bytes, or ``None`` if there is no such blob."""
+
+    @abstractmethod
+    def delete(self, key: str) -> None:
+        """Remove the blob (no error if it is not there)."""
+
+    def local_path(self, key: str) -> Path | None:
+        """A local path of the blob, for stores that have one (the file store)."""
+        return None
+
+    def download_url(self, key: str, expires_in: int = 3600, content_type: str | None = None) -> str | None:
+        """A URL a browser can GET the blob from directly (S3), or ``None``."""
+        return None
+
+    def presigned_post(
+        self, key: str, max_bytes: int, expires_in: int, content_type: str
+    ) -> tuple[str, dict[str, str]] | None:
+        """``(post_url, post_fields)`` of a browser-style upload form, or ``None`` if the store has none."""
+        return None
+
+    def check(self) -> None:  # noqa: B027  (optional hook)
+        """Raise :class:`ConfigurationError` if the store cannot be used."""
+
+
+class FileStore(BlobStore):
+    """Blobs as files under a root folder; writes go to a temporary file, then ``os.replace``."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).expanduser().absolute()
+        self.url = self.root.as_uri()
+        self._tmp = self.root / ".tmp"
+        self._made: set[Path] = set()
+
+    def check(self) -> None:
+        try:
+            self._tmp.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigurationError(f"Cannot create the blob folder {self.root}: {e}") from None
+        if not os.access(self.root, os.W_OK):
+            raise ConfigurationError(
+                f"The blob folder {self.root} is not writable; pick another with --storage"
+            )
+
+    def path(self, key: str) -> Path:
+        return self.root / check_key(key)
+
+    def _mkdir(self, path: Path) -> None:
+        if path not in self._made:
+            path.mkdir(parents=True, exist_ok=True)
+            if len(self._made) > 10_000:
+                self._made.clear()
+            self._made.add(path)
+
+    def _tmp_file(self) -> Path:
+        self._mkdir(self._tmp)
+        return self._tmp / uuid.uuid4().hex
+
+    def put_file(self, key: str, source: str | os.PathLike[str]) -> None:
+        target = self.path(key)
+        self._mkdir(target.parent)
+        tmp = self._tmp_file()
+        shutil.copyfile(source, tmp)
+        os.replace(tmp, target)
+
+    def put_stream(self, key: str, stream: BinaryIO) -> None:
+        target = self.path(key)
+        self._mkdir(target.parent)
+        tmp = self._tmp_file()
+        with open(tmp, "wb") as out:
+            shutil.copyfileobj(stream, out, 1024 * 1024)
+        os.replace(tmp, target)
+
+    def move_in(self, key: str, source: str | os.PathLike[str]) -> None:
+        """Like :meth:`put_file`, but moves ``source`` (which must be on the same filesystem) in."""
+        target = self.path(key)
+        self._mkdir(target.parent)
+        os.replace(source, target)
+
+    def new_temp_path(self) -> Path:
+        """A fresh path in the store's own temporary folder (same filesystem, for :meth:`move_in`)."""
+        return self._tmp_file()
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        target = self.path(key)
+        self._mkdir(target.parent)
+        tmp = self._tmp_file()
+        tmp.write_bytes(data)
+        os.replace(tmp, target)
+
+    def get_bytes(self, key: str) -> bytes:
+        try:
+            return self.path(key).read_bytes()
+        except FileNotFoundError:
+            raise BlobNotFound(key) from None
+
+    def download(self, key: str, dest: str | os.PathLike[str]) -> None:
+        try:
+            shutil.copyfile(self.path(key), dest)
+        except FileNotFoundError:
+            raise BlobNotFound(key) from None
+
+    def open(self, key: str) -> BinaryIO:
+        try:
+            return open(self.path(key), "rb")
+        except FileNotFoundError:
+            raise BlobNotFound(key) from None
+
+    def size(self, key: str) -> int | None:
+        try:
+            return self.path(key).stat().st_size
+        except FileNotFoundError:
+            return None
+
+    def delete(self, key: str) -> None:
+        try:
+            self.path(key).unlink()
+        except FileNotFoundError:
+            pass
+
+    def local_path(self, key: str) -> Path | None:
+        return self.path(key)
+
+
+class S3Store(BlobStore):
+    """Blobs in an S3 bucket (any S3-compatible endpoint) under a key prefix."""
+
+    def __init__(self, bucket: str, prefix: str = "", endpoint_url: str | None = None) -> None:
+        try:
+            import boto3
+            from botocore.config import Config
+        except ImportError:
+            raise ConfigurationError("The S3 store needs boto3: pip install 'palaestra[s3]'") from None
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.endpoint_url = endpoint_url
+        self.url = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
+        self.client: Any = boto3.client(
+            "s3",
+            endpoint_url=endpoint_url,
+            config=Config(signature_version="s3v4", max_pool_connections=50, s3={"addressing_style": "path"}),
+        )
+
+    def _key(self, key: str) -> str:
+        check_key(key)
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def check(self) -> None:
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except Exception as e:
+            where = f" at {self.endpoint_url}" if self.endpoint_url else ""
+            raise ConfigurationError(
+                f"Cannot use S3 bucket {self.bucket!r}{where}: {e}. Create the bucket, check the AWS "
+                "credentials, and give a non-AWS endpoint with --s3-endpoint-url or "
+                "PALAESTRA_S3_ENDPOINT_URL."
+            ) from None
+
+    def put_file(self, key: str, source: str | os.PathLike[str]) -> None:
+        self.client.upload_file(os.fspath(source), self.bucket, self._key(key))
+
+    def put_stream(self, key: str, stream: BinaryIO) -> None:
+        self.client.upload_fileobj(stream, self.bucket, self._key(key))
+
+    def put_bytes(self, key: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
+
+    def _missing(self, e: Exception) -> bool:
+        code = str(getattr(e, "response", {}).get("Error", {}).get("Code", ""))
+        return code in ("404", "NoSuchKey", "NotFound")
+
+    def get_bytes(self, key: str) -> bytes:
+        try:
+            body: bytes = self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+            return body
+        except Exception as e:
+            if self._missing(e):
+                raise BlobNotFound(key) from None
+            raise
+
+    def download(self, key: str, dest: str | os.PathLike[str]) -> None:
+        try:
+            self.client.download_file(self.bucket, self._key(key), os.fspath(dest))
+        except Exception as e:
+            if self._missing(e):
+                raise BlobNotFound(key) from None
+            raise
+
+    def open(self, key: str) -> BinaryIO:
+        tmp = tempfile.TemporaryFile()  # noqa: SIM115  (returned to the caller)
+        try:
+            self.client.download_fileobj(self.bucket, self._key(key), tmp)
+        except Exception as e:
+            tmp.close()
+            if self._missing(e):
+                raise BlobNotFound(key) from None
+            raise
+        tmp.seek(0)
+        return tmp
+
+    def size(self, key: str) -> int | None:
+        try:
+            return int(self.client.head_object(Bucket=self.bucket, Key=self._key(key))["ContentLength"])
+        except Exception as e:
+            if self._missing(e):
+                return None
+            raise
+
+    def delete(self, key: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def download_url(self, key: str, expires_in: int = 3600, content_type: str | None = None) -> str | None:
+        params: dict[str, Any] = {"Bucket": self.bucket, "Key": self._key(key)}
+        if content_type:
+            params["ResponseContentType"] = content_type
+        url: str = self.client.generate_presigned_url("get_object", Params=params, ExpiresIn=expires_in)
+        return url
+
+    def presigned_post(
+        self, key: str, max_bytes: int, expires_in: int, content_type: str
+    ) -> tuple[str, dict[str, str]] | None:
+        post = self.client.generate_presigned_post(
+            Bucket=self.bucket,
+            Key=self._key(key),
+            Fields={"success_action_status": "204"},
+            Conditions=[{"success_action_status": "204"}, ["content-length-range", 0, max_bytes]],
+            ExpiresIn=expires_in,
+        )
+        return str(post["url"]), {k: str(v) for k, v in post["fields"].items()}
+
+
+def open_store(url: str, s3_endpoint_url: str | None = None) -> BlobStore:
+    """The store named by ``url``: ``s3://bucket/prefix``, ``file:///path`` or a plain path."""
+    parsed = urlparse(url)
+    if parsed.scheme == "s3":
+        if not parsed.netloc:
+            raise ConfigurationError(f"Storage URL {url!r} names no bucket; use s3://BUCKET/PREFIX")
+        return S3Store(parsed.netloc, parsed.path, endpoint_url=s3_endpoint_url)
+    if parsed.scheme == "file":
+        return FileStore(parsed.path)
+    if parsed.scheme and len(parsed.scheme) > 1:  # not a Windows drive letter
+        raise ConfigurationError(
+            f"Unsupported storage URL {url!r}: use a folder path, file:///PATH or s3://BUCKET/PREFIX"
+        )
+    return FileStore(url)

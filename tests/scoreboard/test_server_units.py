@@ -1,0 +1,115 @@
+"""In-process checks of the scoreboard's parts: wire schemas, migrations, config, storage, `palaestra users`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from palaestra.cli import main
+from palaestra.errors import ConfigurationError
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server import migrate
+from palaestra.scoreboard.server.config import resolve_config
+from palaestra.scoreboard.server.db import Base
+from palaestra.scoreboard.server.storage import FileStore, S3Store, check_key, open_store
+
+
+def test_episode_batch_validation_names_the_field() -> None:
+    good = {"episode_lengths": [1, 2], "episode_rewards": [0.5, 1.0], "timestamps": [1.0, 2.0]}
+    batch = protocol.parse_episode_batch(json.dumps(good))
+    assert batch.enriched("X")["episode_types"] == ["t", "t"] and batch.first_reset_timestamp == 1.0
+    cases = {
+        "episode_rewards": {**good, "episode_rewards": [1.0]},
+        "episode_types": {**good, "episode_types": ["t", "train"]},
+        "timestamps": {**good, "timestamps": [1.0, float("inf")]},
+        "data_sources": {**good, "data_sources": [0, 1], "initial_reset_timestamps": [0.0]},
+    }
+    for field, doc in cases.items():
+        with pytest.raises(protocol.EpisodeBatchError) as info:
+            protocol.parse_episode_batch(json.dumps(doc))
+        assert info.value.field == field, (field, str(info.value))
+    with pytest.raises(protocol.EpisodeBatchError, match="limit"):
+        protocol.parse_episode_batch(json.dumps(good), max_bytes=10)
+    with pytest.raises(protocol.EpisodeBatchError, match="not valid JSON"):
+        protocol.parse_episode_batch(b"{")
+
+
+def test_wire_models_match_the_2017_shapes() -> None:
+    run = protocol.BenchmarkRunCreate.model_validate({"benchmark_id": "B", "tags": '{"a": 1}'})
+    assert run.tags == {"a": 1}
+    with pytest.raises(ValueError, match="content_type"):
+        protocol.FileCreate(purpose="episode_batch", content_type=protocol.VIDEO_ARCHIVE_CONTENT_TYPE)
+    ev = protocol.EvaluationCreate.model_validate({"env": "CartPole-v0", "algorithm": {}})
+    assert ev.algorithm is not None and ev.algorithm.id is None
+    with pytest.raises(ValueError, match="appears twice"):
+        protocol.VideoArchiveManifest.model_validate(
+            {"videos": [["a.json", "a.meta.json"], ["a.json", "b.meta.json"]]}
+        )
+    assert protocol.MAX_VIDEOS == 100
+
+
+def test_migrations_match_the_models(tmp_path: Path) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    assert migrate.head_revision() == migrate.SCHEMA_HEAD
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'db.sqlite3'}")
+    migrate.upgrade(engine)
+    migrate.upgrade(engine)  # a second start is a no-op
+    assert migrate.current_revision(engine) == migrate.SCHEMA_HEAD
+    with engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn, opts={"compare_type": True}), Base.metadata)
+    assert diff == []
+    engine.dispose()
+
+
+def test_config_precedence(tmp_path: Path) -> None:
+    env = {"PALAESTRA_DATA_DIR": str(tmp_path), "PALAESTRA_UPLOAD_TTL_S": "5"}
+    cfg = resolve_config(environ=env)
+    assert cfg.database_url == f"sqlite:///{tmp_path / 'scoreboard.sqlite3'}"
+    assert cfg.storage_url == str(tmp_path / "blobs") and cfg.upload_ttl_s == 5 and cfg.public_url is None
+    cfg = resolve_config(
+        database_url="postgresql://u@h/db", environ={**env, "PALAESTRA_PUBLIC_URL": "https://x/"}
+    )
+    assert cfg.database_url == "postgresql+psycopg://u@h/db" and cfg.public_url == "https://x"
+    with pytest.raises(ConfigurationError, match="Unsupported database URL"):
+        resolve_config(database_url="mysql://x", environ=env)
+    with pytest.raises(ConfigurationError, match="whole number"):
+        resolve_config(environ={**env, "PALAESTRA_UPLOAD_TTL_S": "soon"})
+
+
+def test_storage_urls_and_keys(tmp_path: Path) -> None:
+    assert isinstance(open_store(str(tmp_path)), FileStore)
+    store = open_store(tmp_path.as_uri())
+    assert isinstance(store, FileStore) and store.root == tmp_path
+    store.check()
+    store.put_bytes("a/b.json", b"{}")
+    assert store.get_bytes("a/b.json") == b"{}" and store.size("a/b.json") == 2 and store.size("nope") is None
+    for bad in ("../x", "/abs", "a//b", "a/./b", "a\\b", ""):
+        with pytest.raises(ValueError):
+            check_key(bad)
+    s3 = open_store("s3://bucket/some/prefix", "http://127.0.0.1:9")
+    assert isinstance(s3, S3Store) and s3.bucket == "bucket" and s3.prefix == "some/prefix"
+    with pytest.raises(ConfigurationError):
+        open_store("ftp://host/x")
+
+
+def test_users_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flags = ["--data-dir", str(tmp_path)]
+    assert main(["users", *flags, "create", "alice"]) == 0
+    key = capsys.readouterr().out.strip().splitlines()[-1]
+    assert key.startswith("pal_") and len(key) > 40
+    assert main(["users", "create", "bob", *flags]) == 0  # flags after the action work too
+    capsys.readouterr()
+    assert main(["users", *flags, "list"]) == 0
+    listed = capsys.readouterr().out
+    assert "alice" in listed and "bob" in listed and key not in listed and "active" in listed
+    assert main(["users", *flags, "revoke", key]) == 0
+    assert "Revoked key_" in capsys.readouterr().out
+    assert main(["users", *flags, "revoke", "alice"]) == 1  # nothing active left
+    assert "No active API key" in capsys.readouterr().err
+    assert main(["users", *flags, "create", "two words"]) == 1
+    assert main(["server", "migrate", *flags]) == 0
