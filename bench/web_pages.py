@@ -8,10 +8,6 @@ plus the home and an evaluation page for reference.
 Target (issue 5): the env page answers in under 100 ms at p95 with 10,000 evaluations stored.
 
     .venv/bin/python bench/web_pages.py [--evaluations 10000] [--requests 200] [--database-url URL]
-                                        [--requested-indexes]
-
-``--requested-indexes`` first adds the leaderboard indexes asked of the server's migrations (see
-REQUESTED_INDEXES), to show what they change before they land.
 """
 
 from __future__ import annotations
@@ -33,14 +29,6 @@ import httpx
 
 ENV_ID = "CartPole-v1"
 TARGET_P95_MS = 100.0
-#: The indexes the web pages asked the server's migrations for (HELPERS.md, "Requests to the server engineer").
-REQUESTED_INDEXES = (
-    "CREATE INDEX IF NOT EXISTS ix_evaluations_env_leaderboard ON evaluations "
-    "(env_id, solved DESC, episode_t_value, mean DESC{nulls_last}, seq)",
-    "CREATE INDEX IF NOT EXISTS ix_evaluations_env_mean_desc ON evaluations (env_id, mean DESC{nulls_last}, seq)",
-    "CREATE INDEX IF NOT EXISTS ix_evaluations_env_algorithm ON evaluations (env_id, algorithm_seq, seq)",
-)
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -75,7 +63,7 @@ def start_server(
     raise SystemExit("palaestra server did not start within 60 s")
 
 
-def fill(database_url: str, n: int, seed: int = 0, requested_indexes: bool = False) -> str:
+def fill(database_url: str, n: int, seed: int = 0) -> str:
     """Store ``n`` evaluations of ENV_ID (20 users, 200 algorithms); returns one evaluation id."""
     import sqlalchemy as sa
 
@@ -111,11 +99,6 @@ def fill(database_url: str, n: int, seed: int = 0, requested_indexes: bool = Fal
                     created=now - timedelta(seconds=n - i),
                 ))
             session.execute(sa.insert(m.Evaluation), rows)
-            if requested_indexes:
-                # SQLite puts NULLs last in DESC order and refuses NULLS LAST in an index
-                nulls_last = "" if database.is_sqlite else " NULLS LAST"
-                for statement in REQUESTED_INDEXES:
-                    session.execute(sa.text(statement.format(nulls_last=nulls_last)))
             best = max(rows, key=lambda r: r["mean"])
             session.merge(m.EnvStats(
                 env_id=ENV_ID, group_id="classic_control", listed=True, evaluation_count=n,
@@ -149,7 +132,6 @@ def main() -> int:
     parser.add_argument("--evaluations", type=int, default=10_000)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--database-url", default=None, help="default: SQLite in a temporary data directory")
-    parser.add_argument("--requested-indexes", action="store_true", help="add the indexes asked of the server")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="palaestra-bench-web-") as tmp:
@@ -160,8 +142,7 @@ def main() -> int:
             from palaestra.scoreboard.server.config import normalise_database_url
 
             t0 = time.perf_counter()
-            evaluation_id = fill(normalise_database_url(database_url), args.evaluations,
-                                 requested_indexes=args.requested_indexes)
+            evaluation_id = fill(normalise_database_url(database_url), args.evaluations)
             print(f"stored {args.evaluations} evaluations of {ENV_ID} in {time.perf_counter() - t0:.1f} s")
             last_page = -(-args.evaluations // 25)
             pages = {

@@ -42,8 +42,6 @@ LEADERBOARD_SORTS: dict[str, tuple[str, tuple[Any, ...]]] = {
 }
 DEFAULT_SORT = "episodes"
 #: The index that serves the default order in one scan; without it the order is read in two segments.
-LEADERBOARD_INDEX = "ix_evaluations_env_leaderboard"
-_index_cache: dict[tuple[str, str], bool] = {}
 #: The algorithm of an evaluation's benchmark run: the 2017 client names the algorithm on the run
 #: only, so a benchmark evaluation shows its run's algorithm.
 RunAlgorithm = aliased(Algorithm, name="run_algorithm")
@@ -146,7 +144,7 @@ def _card(
 def _fewest_episodes_per_env(session: Session, env_ids: list[str]) -> dict[str, tuple[int, str]]:
     """``{env_id: (fewest episodes before solve, evaluation id)}`` of the solved envs.
 
-    One indexed lookup per solved env (``ix_evaluations_env_solved``), so the home page stays cheap
+    One indexed lookup per solved env (``ix_evaluations_env_leaderboard``), so the home page stays cheap
     however many evaluations there are.
     """
     out: dict[str, tuple[int, str]] = {}
@@ -219,59 +217,9 @@ def leaderboard(
     page = Page(number=number, size=size, total=total, path=path, sort=sort, sort_label=label)
     if not total:
         return [], page
-    if sort == DEFAULT_SORT and not _has_index(session, LEADERBOARD_INDEX):
-        return _fetch_rows(session, _solved_first_seqs(session, env_id, page)), page
     return _page_rows(
         session, Evaluation.env_id == env_id, order, page, needs_algorithm=sort == "algorithm"
     ), page
-
-
-def _has_index(session: Session, name: str) -> bool:
-    """Whether ``evaluations`` has index ``name`` (looked up once per database)."""
-    bind = session.get_bind()
-    key = (str(bind.engine.url), name)
-    if key not in _index_cache:
-        try:
-            names = {ix["name"] for ix in sa.inspect(bind).get_indexes("evaluations")}
-        except sa.exc.SQLAlchemyError:
-            names = set()
-        _index_cache[key] = name in names
-    return _index_cache[key]
-
-
-def _solved_first_seqs(session: Session, env_id: str, page: Page) -> list[int]:
-    """The page's ``seq`` values in the default order, read as two index-ordered segments.
-
-    Used while the database lacks :data:`LEADERBOARD_INDEX` (requested of the server's migrations).
-
-    Solved evaluations (fewest episodes before solve first) come from the ``(env_id, solved,
-    episode_t_value)`` index, unsolved ones (best mean first) from ``(env_id, mean)``; one sorted
-    query over both would sort every evaluation of the env on each request.
-    """
-    solved_where = sa.and_(Evaluation.env_id == env_id, Evaluation.solved.is_(True))
-    n_solved = int(session.execute(sa.select(sa.func.count()).where(solved_where)).scalar() or 0)
-    seqs: list[int] = []
-    if page.offset < n_solved:
-        solved = (
-            sa.select(Evaluation.seq)
-            .where(solved_where)
-            .order_by(
-                Evaluation.episode_t_value.asc(), Evaluation.mean.desc().nulls_last(), Evaluation.seq.asc()
-            )
-            .limit(page.size)
-            .offset(page.offset)
-        )
-        seqs = list(session.execute(solved).scalars())
-    if len(seqs) < page.size:
-        unsolved = (
-            sa.select(Evaluation.seq)
-            .where(Evaluation.env_id == env_id, Evaluation.solved.is_(False))
-            .order_by(Evaluation.mean.desc().nulls_last(), Evaluation.seq.asc())
-            .limit(page.size - len(seqs))
-            .offset(max(0, page.offset - n_solved))
-        )
-        seqs += list(session.execute(unsolved).scalars())
-    return seqs
 
 
 def _page_rows(

@@ -196,15 +196,19 @@ def upgrade() -> None:
     )
     op.create_index("ix_evaluations_algorithm_seq", "evaluations", ["algorithm_seq", "seq"])
     op.create_index("ix_evaluations_benchmark_run", "evaluations", ["benchmark_run_seq"])
-    op.create_index("ix_evaluations_env_mean", "evaluations", ["env_id", "mean"])
+    op.create_index("ix_evaluations_env_mean", "evaluations", ["env_id", sa.text("mean DESC"), "seq"])
+    op.create_index(
+        "ix_evaluations_env_leaderboard",
+        "evaluations",
+        ["env_id", sa.text("solved DESC"), "episode_t_value", sa.text("mean DESC"), "seq"],
+    )
     op.create_index("ix_evaluations_env_seq", "evaluations", ["env_id", "seq"])
-    op.create_index("ix_evaluations_env_solved", "evaluations", ["env_id", "solved", "episode_t_value"])
     op.create_index("ix_evaluations_user_seq", "evaluations", ["user_seq", "seq"])
 
 
 def downgrade() -> None:
     op.drop_index("ix_evaluations_user_seq", table_name="evaluations")
-    op.drop_index("ix_evaluations_env_solved", table_name="evaluations")
+    op.drop_index("ix_evaluations_env_leaderboard", table_name="evaluations")
     op.drop_index("ix_evaluations_env_seq", table_name="evaluations")
     op.drop_index("ix_evaluations_env_mean", table_name="evaluations")
     op.drop_index("ix_evaluations_benchmark_run", table_name="evaluations")
