@@ -203,13 +203,13 @@ def _record(spec: TrialSpec, directory: str) -> TrialOutcome:
     """Run one trial into ``directory`` and write its done-marker; exceptions propagate."""
     import gymnasium
 
-    from palaestra.agents.base import end_episode, load_agent_factory, observe
+    from palaestra.agents.base import end_episode, observe
     from palaestra.monitoring import Monitor, files
+    from palaestra.training import make_agent
 
     marker_path = os.path.join(directory, DONE_MARKER)
     if os.path.exists(marker_path):
         os.unlink(marker_path)
-    factory = load_agent_factory(spec.agent)
     env = gymnasium.make(spec.env_id)
     if spec.seed is not None:
         env.action_space.seed(spec.seed)
@@ -217,7 +217,7 @@ def _record(spec: TrialSpec, directory: str) -> TrialOutcome:
     monitor = Monitor(env, directory, video_callable=False, force=True)
     start = time.monotonic()
     try:
-        agent = factory(monitor.observation_space, monitor.action_space)
+        agent = make_agent(spec.agent, monitor, seed=spec.seed)
         observation, _ = monitor.reset(seed=spec.seed)
         start = time.monotonic()
         while not spec.budget_used(monitor.get_total_steps(), time.monotonic() - start):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -88,10 +89,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     _configure_logging(args.verbose, args.quiet)
+    # `--agent mymodule:factory` (run, benchmark run) finds mymodule.py in the current directory, as
+    # `python -m` would; appended, so that a file there never shadows an installed module.
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     try:
         code: int = args.handler(args)
     except Error as e:
-        print(f"palaestra {args.command}: error: {e}", file=sys.stderr)
+        # One line, whatever the message's layout: scripts read the last line of stderr.
+        print(f"palaestra {args.command}: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"palaestra {args.command}: interrupted", file=sys.stderr)

@@ -311,6 +311,10 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             return None
         render_mode = getattr(self.env, "render_mode", None)
         if render_mode in VIDEO_RENDER_MODES:
+            if render_mode != "ansi" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+                # pygame-rendered envs initialise SDL's video, which prints "XDG_RUNTIME_DIR is invalid"
+                # on a machine with no display; off-screen frames need no display driver.
+                os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
             return render_mode
         logger.info(
             "Monitor: videos are off for %s because its render_mode is %r; create the environment with "

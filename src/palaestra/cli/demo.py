@@ -1,0 +1,272 @@
+"""``palaestra demo``: the whole loop on embedded defaults, from an agent that learns to the scoreboard page.
+
+1. Start a scoreboard (SQLite database and blob folder under ``--data-dir``) in this process.
+2. Create a user ``demo`` and an API key.
+3. Train the cross-entropy-method agent on CartPole-v1 under the Monitor, with videos on the capped
+   cubic schedule, until it is solved (at most ``--episodes`` episodes).
+4. Upload the training directory and print the evaluation's URL.
+5. Keep serving until Ctrl-C (or stop at once with ``--exit-after-upload``).
+
+Each run records into a new ``runs/CartPole-v1-<time>`` directory, so the demo can be run again
+on the same data directory: the scoreboard then lists every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from palaestra.cli.run import positive_int
+from palaestra.errors import Error
+
+ENV_ID = "CartPole-v1"
+DEFAULT_DATA_DIR = ".palaestra-demo"
+DEFAULT_PORT = 8000
+DEFAULT_SEED = 3
+DEFAULT_EPISODES = 1500
+USER = "demo"
+ALGORITHM = "palaestra-cem"
+STARTUP_TIMEOUT_S = 60.0
+
+logger = logging.getLogger("palaestra.demo")
+
+
+class DemoError(Error):
+    """The demo could not start its scoreboard or finish its run."""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="the whole loop: train CEM on CartPole-v1, record, upload, show it on a local scoreboard",
+        description="Start a scoreboard on embedded defaults (SQLite + a blob folder in --data-dir), create "
+        "a user and API key, train the cross-entropy-method agent on CartPole-v1 under the Monitor with "
+        "videos until it is solved, upload the run, print the evaluation's URL and keep serving until "
+        "Ctrl-C.",
+    )
+    parser.add_argument(
+        "--data-dir",
+        default=DEFAULT_DATA_DIR,
+        help=f"where the scoreboard's data and the runs go (default ./{DEFAULT_DATA_DIR})",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port to serve on (default {DEFAULT_PORT}; a free one is used if it is busy)",
+    )
+    parser.add_argument(
+        "--episodes",
+        type=positive_int,
+        default=DEFAULT_EPISODES,
+        help=f"stop training after this many episodes if not solved before (default {DEFAULT_EPISODES})",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help=f"seed of the run (default {DEFAULT_SEED})"
+    )
+    parser.add_argument(
+        "--no-serve",
+        "--exit-after-upload",
+        dest="serve",
+        action="store_false",
+        help="stop the scoreboard and exit once the run is uploaded",
+    )
+    parser.set_defaults(handler=run)
+
+
+def choose_port(host: str, port: int) -> int:
+    """``port`` if it can be bound on ``host``, else a free port chosen by the system."""
+    if port and _can_bind(host, port):
+        return port
+    with socket.socket(_family(host), socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def _family(host: str) -> socket.AddressFamily:
+    return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def _can_bind(host: str, port: int) -> bool:
+    with socket.socket(_family(host), socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+class EmbeddedScoreboard:
+    """The scoreboard app under uvicorn in a background thread of this process."""
+
+    def __init__(self, config: Any) -> None:
+        import uvicorn
+
+        from palaestra.scoreboard.server.app import KEEP_ALIVE_S, create_app
+
+        self.config = config
+        self.url = f"http://{_url_host(config.host)}:{config.port}"
+        uv_config = uvicorn.Config(
+            create_app(config),
+            host=config.host,
+            port=config.port,
+            log_level="warning",
+            timeout_keep_alive=KEEP_ALIVE_S,
+        )
+        self.server = uvicorn.Server(uv_config)
+        self.thread = threading.Thread(target=self._serve, name="palaestra-demo-server", daemon=True)
+        self._error: BaseException | None = None
+
+    def _serve(self) -> None:
+        try:
+            self.server.run()
+        except BaseException as exc:  # SystemExit when the port cannot be bound, or anything else
+            self._error = exc
+
+    def start(self) -> EmbeddedScoreboard:
+        import httpx
+
+        self.thread.start()
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if not self.thread.is_alive():
+                raise DemoError(
+                    f"The scoreboard could not start on {self.url} ({self._error!r}); try another --port"
+                )
+            if self.server.started:
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(f"{self.url}/v1/health", timeout=5).status_code == 200:
+                        return self
+            time.sleep(0.05)
+        self.stop()
+        raise DemoError(f"The scoreboard did not answer on {self.url} within {STARTUP_TIMEOUT_S:.0f} s")
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=15)
+
+    def wait(self) -> None:
+        """Serve until the server stops (Ctrl-C raises KeyboardInterrupt here)."""
+        while self.thread.is_alive():
+            self.thread.join(0.5)
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+def _new_run_directory(runs: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate = runs / f"{ENV_ID}-{stamp}"
+    n = 2
+    while candidate.exists():
+        candidate = runs / f"{ENV_ID}-{stamp}-{n}"
+        n += 1
+    return candidate
+
+
+def _create_key(config: Any) -> str:
+    from palaestra.scoreboard.server import auth
+    from palaestra.scoreboard.server.state import open_database
+
+    db = open_database(config, migrate_now=False)
+    try:
+        return auth.create_user(db, USER)[1]
+    finally:
+        db.dispose()
+
+
+def _terminate_on_sigterm() -> None:
+    import signal
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, handler)
+
+
+def run(args: argparse.Namespace) -> int:
+    from palaestra.scoreboard.server.config import resolve_config
+
+    data_dir = Path(args.data_dir).expanduser().absolute()
+    port = choose_port(args.host, args.port)
+    if port != args.port:
+        say(f"Port {args.port} is busy; using port {port} instead.")
+    # Embedded defaults whatever PALAESTRA_* variables say: SQLite and a blob folder in the data dir.
+    config = resolve_config(data_dir=data_dir / "scoreboard", host=args.host, port=port, environ={})
+    _terminate_on_sigterm()
+    scoreboard = EmbeddedScoreboard(config)
+    say(f"Starting the scoreboard on {scoreboard.url} (data in {data_dir}) ...")
+    scoreboard.start()
+    try:
+        code = _main_job(args, scoreboard, data_dir)
+        if code != 0 or not args.serve:
+            return code
+        say(f"Serving the scoreboard at {scoreboard.url} until Ctrl-C.")
+        scoreboard.wait()
+    except KeyboardInterrupt:
+        say("Stopping the scoreboard.")
+        return 0
+    finally:
+        scoreboard.stop()
+    return 0
+
+
+def _main_job(args: argparse.Namespace, scoreboard: EmbeddedScoreboard, data_dir: Path) -> int:
+    import httpx
+
+    from palaestra.scoreboard.client import upload
+    from palaestra.scoreboard.protocol import evaluation_web_path
+    from palaestra.training import run_agent
+
+    key = _create_key(scoreboard.config)
+    say(f"Created user {USER!r} with API key {key}")
+    say(f"  (to upload more runs: export PALAESTRA_SERVER={scoreboard.url} PALAESTRA_API_KEY={key})")
+    run_dir = _new_run_directory(data_dir / "runs")
+    say(
+        f"Training the cross-entropy-method agent on {ENV_ID} (seed {args.seed}), recording into {run_dir} ..."
+    )
+    summary = run_agent(
+        ENV_ID, "cem", run_dir, episodes=args.episodes, seed=args.seed, video=True, stop_when_solved=True
+    )
+    if summary.interrupted:
+        raise KeyboardInterrupt
+    if summary.solved_at is not None:
+        say(
+            f"Solved {ENV_ID} after {summary.solved_at} episodes: the mean reward of episodes "
+            f"{summary.solved_at}-{summary.solved_at + summary.trials - 1} reached {summary.reward_threshold:g} "
+            f"({summary.episodes} episodes, {summary.steps} steps, {summary.videos} videos, {summary.seconds:.1f} s)."
+        )
+    else:
+        say(
+            f"Not solved within {summary.episodes} episodes (best {summary.trials}-episode mean {summary.best_mean})."
+        )
+    say("Uploading ...")
+    evaluation_id = upload(os.fspath(run_dir), algorithm_id=ALGORITHM, api_key=key, server=scoreboard.url)
+    url = scoreboard.url + evaluation_web_path(evaluation_id)
+    try:
+        status = httpx.get(url, timeout=30).status_code
+    except httpx.HTTPError as exc:
+        raise DemoError(f"The evaluation page {url} did not answer: {exc}") from None
+    if status != 200:
+        raise DemoError(f"The evaluation page {url} answered HTTP {status}")
+    say(f"Scoreboard: {scoreboard.url}/")
+    say(f"Your evaluation: {url}")
+    return 0
+
+
+def say(message: str) -> None:
+    """Print one line of the demo's story (flushed, so a pipe sees it at once)."""
+    print(message, flush=True)

@@ -1,0 +1,213 @@
+"""What ``palaestra results`` shows: the summary of a training directory and its learning curve.
+
+::
+
+    from palaestra.results_report import summarize, format_summary, plot_learning_curve
+
+    summary = summarize("runs/cartpole")
+    print(format_summary(summary))
+    plot_learning_curve(summary, "cartpole.png")      # needs matplotlib: pip install 'palaestra[plot]'
+
+The numbers are :func:`palaestra.scoring.score_results`'s, with the env's ``trials`` and
+``reward_threshold`` from :mod:`palaestra.catalogue`: the same as the scoreboard's.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from palaestra.errors import DependencyNotInstalled, ResultsError
+from palaestra.scoring import SolvedStats
+
+__all__ = ["ResultsSummary", "format_summary", "plot_learning_curve", "summarize"]
+
+
+@dataclass
+class ResultsSummary:
+    """A training directory, loaded and scored."""
+
+    directory: str
+    env_id: str
+    results: Any
+    stats: SolvedStats
+    trials: int
+    reward_threshold: float | None
+    training_episodes: int
+    evaluation_episodes: int
+    total_steps: int
+
+    @property
+    def episodes(self) -> int:
+        return self.training_episodes + self.evaluation_episodes
+
+    @property
+    def solved(self) -> bool:
+        return self.stats["episode_t_value"] is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict (``palaestra results --json``)."""
+        return {
+            "directory": self.directory,
+            "env_id": self.env_id,
+            "episodes": self.episodes,
+            "training_episodes": self.training_episodes,
+            "evaluation_episodes": self.evaluation_episodes,
+            "steps": self.total_steps,
+            "videos": len(self.results["videos"]),
+            "trials": self.trials,
+            "reward_threshold": self.reward_threshold,
+            "solved": self.solved,
+            **self.stats,
+        }
+
+
+def summarize(directory: str | os.PathLike[str]) -> ResultsSummary:
+    """Load ``directory`` (see :func:`palaestra.load_results`) and score it against its env's rule."""
+    from palaestra.catalogue import solving_criteria
+    from palaestra.monitoring import load_results
+    from palaestra.scoring import score_results
+
+    results = load_results(directory)
+    env_id = str(results["env_info"].get("env_id"))
+    trials, threshold = solving_criteria(env_id)
+    stats = score_results(results, trials=trials, reward_threshold=threshold)
+    types = results.get("episode_types") or ["t"] * len(results["episode_rewards"])
+    n_eval = sum(1 for t in types if t == "e")
+    total = results.get("total_steps")
+    return ResultsSummary(
+        directory=os.path.abspath(os.fspath(directory)),
+        env_id=env_id,
+        results=results,
+        stats=stats,
+        trials=trials,
+        reward_threshold=threshold,
+        training_episodes=len(types) - n_eval,
+        evaluation_episodes=n_eval,
+        total_steps=int(total if total is not None else sum(results["episode_lengths"])),
+    )
+
+
+def _window(stats: SolvedStats, summary: ResultsSummary) -> str:
+    """``episodes a-b`` of the best window (over training episodes)."""
+    import numpy as np
+
+    from palaestra.scoring import running_mean
+
+    rewards = _training_rewards(summary)
+    means = running_mean(rewards, summary.trials)
+    if not len(means):
+        return ""
+    best = int(np.argmax(means))
+    return f" (training episodes {best}-{best + summary.trials - 1})"
+
+
+def _training_rewards(summary: ResultsSummary) -> list[float]:
+    results = summary.results
+    types = results.get("episode_types")
+    rewards = results["episode_rewards"]
+    if types is None:
+        return list(rewards)
+    return [r for r, t in zip(rewards, types) if t == "t"]
+
+
+def format_summary(summary: ResultsSummary) -> str:
+    """The text ``palaestra results`` prints."""
+    s = summary.stats
+    lines = [
+        f"Training directory:  {summary.directory}",
+        f"Environment:         {summary.env_id}",
+        f"Episodes:            {summary.episodes} ({summary.training_episodes} training, "
+        f"{summary.evaluation_episodes} evaluation)",
+        f"Steps:               {summary.total_steps}",
+    ]
+    if s["seconds_in_total"] is not None:
+        lines.append(f"Wall time:           {s['seconds_in_total']:.1f} s")
+    lines.append(f"Videos:              {len(summary.results['videos'])}")
+    if summary.reward_threshold is None:
+        rule = f"no reward threshold: {summary.env_id} is an unsolved environment"
+    else:
+        rule = f"average reward >= {summary.reward_threshold:g} over {summary.trials} consecutive episodes"
+    lines.append(f"Solving rule:        {rule}")
+    if s["mean"] is None:
+        lines.append(
+            f"Best {summary.trials}-episode mean: - (needs at least {summary.trials} training episodes, "
+            f"has {s['number_episodes']})"
+        )
+    else:
+        lines.append(
+            f"Best {summary.trials}-episode mean: {s['mean']:.2f} ± {s['error']:.2f}{_window(s, summary)}"
+        )
+    if s["episode_t_value"] is not None:
+        seconds = s["seconds_to_solve"]
+        when = f", {seconds:.1f} s" if seconds is not None else ""
+        lines.append(
+            f"Solved:              yes, after {s['episode_t_value']} episodes ({s['timestep_t_value']} steps{when})"
+        )
+    elif summary.reward_threshold is not None:
+        lines.append("Solved:              no")
+    return "\n".join(lines)
+
+
+def plot_learning_curve(summary: ResultsSummary, path: str | os.PathLike[str]) -> str:
+    """Draw the training episodes' rewards, their running mean and the threshold into ``path`` (PNG, SVG, PDF).
+
+    Returns the absolute path written. Needs matplotlib (``pip install 'palaestra[plot]'``).
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=False)
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise DependencyNotInstalled(
+            "Plotting needs matplotlib: pip install 'palaestra[plot]' (or pip install matplotlib)"
+        ) from None
+    from palaestra.scoring import trailing_mean
+
+    rewards = _training_rewards(summary)
+    if not rewards:
+        raise ResultsError(f"{summary.directory} has no completed training episodes to plot")
+    out = os.path.abspath(os.fspath(path))
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
+    try:
+        episodes = range(len(rewards))
+        ax.plot(episodes, rewards, color="#9ab", linewidth=0.8, label="episode reward")
+        ax.plot(
+            episodes,
+            trailing_mean(rewards, summary.trials),
+            color="#147",
+            linewidth=2,
+            label=f"mean of the last {summary.trials} episodes",
+        )
+        if summary.reward_threshold is not None:
+            ax.axhline(
+                summary.reward_threshold,
+                color="#a33",
+                linestyle="--",
+                linewidth=1,
+                label=f"threshold {summary.reward_threshold:g}",
+            )
+        solved_at = summary.stats["episode_t_value"]
+        if solved_at is not None:
+            ax.axvline(
+                solved_at + summary.trials - 1,
+                color="#393",
+                linestyle=":",
+                linewidth=1.5,
+                label=f"solved (after {solved_at} episodes)",
+            )
+        ax.set_xlabel("training episode")
+        ax.set_ylabel("reward")
+        ax.set_title(f"{summary.env_id}: {os.path.basename(summary.directory)}")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+        fig.tight_layout()
+        try:
+            fig.savefig(out)
+        except (OSError, ValueError) as exc:
+            raise ResultsError(f"Cannot write the plot {out}: {exc}") from None
+    finally:
+        plt.close(fig)
+    return out

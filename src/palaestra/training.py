@@ -1,0 +1,319 @@
+"""Run an agent on an environment under the Monitor: what ``palaestra run`` and ``palaestra demo`` do.
+
+::
+
+    from palaestra.training import run_agent
+
+    summary = run_agent("CartPole-v1", "cem", "runs/cartpole", episodes=300, seed=0, stop_when_solved=True)
+    print(summary.episodes, summary.solved_at)
+
+The loop is the one every agent is written against (:mod:`palaestra.agents.base`): ``act`` for each
+observation, then ``observe`` after each step and ``end_episode`` when an episode ends, when the agent
+defines them. Videos follow the Monitor's capped cubic schedule (episodes 0, 1, 8, 27, ..., 1000,
+2000, ...); the environment is made with ``render_mode='rgb_array'`` (mp4) or ``'ansi'`` (terminal
+recording), whichever it supports.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium
+
+from palaestra.errors import Error
+
+__all__ = [
+    "RunSummary",
+    "TrainingError",
+    "check_env_id",
+    "make_agent",
+    "make_env",
+    "run_agent",
+    "video_render_mode",
+]
+
+logger = logging.getLogger("palaestra.training")
+
+
+class TrainingError(Error):
+    """A run that cannot start: an unknown env id, a bad budget, an agent that does not fit the env."""
+
+
+@dataclass
+class RunSummary:
+    """What :func:`run_agent` did."""
+
+    env_id: str
+    directory: str
+    episodes: int
+    steps: int
+    seconds: float
+    #: index of the first episode of the first window that reached the reward threshold, or None
+    solved_at: int | None
+    #: the best ``trials``-episode mean so far (None with fewer than ``trials`` episodes)
+    best_mean: float | None
+    videos: int
+    #: the env's solving rule: ``trials`` consecutive episodes averaging ``reward_threshold``
+    trials: int = 100
+    reward_threshold: float | None = None
+    interrupted: bool = False
+
+
+def video_render_mode(env_id: str) -> str | None:
+    """``'rgb_array'`` or ``'ansi'`` if ``env_id`` renders one of them (videos need it), else None."""
+    spec = gymnasium.spec(env_id)
+    modes: list[str] = []
+    try:
+        entry_point = spec.entry_point
+        if entry_point is None:
+            return None
+        creator = (
+            entry_point
+            if callable(entry_point)
+            else gymnasium.envs.registration.load_env_creator(entry_point)
+        )
+        modes = list(getattr(creator, "metadata", {}).get("render_modes", []))
+    except Exception:  # an entry point that does not import: make_env reports it properly
+        return None
+    for mode in ("rgb_array", "ansi"):
+        if mode in modes:
+            return mode
+    return None
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise :class:`TrainingError` unless ``env_id`` is registered (ale-py's ids are registered first)."""
+    try:
+        gymnasium.spec(env_id)
+        return
+    except gymnasium.error.Error:
+        pass
+    _register_ale()
+    try:
+        gymnasium.spec(env_id)
+    except gymnasium.error.Error as exc:
+        raise TrainingError(
+            f"Unknown environment {env_id!r}: {str(exc).rstrip('.')}. (HINT: `palaestra envs` lists the ids "
+            "you can run; Atari ids need the atari extra: pip install 'palaestra[atari]'.)"
+        ) from None
+
+
+def _register_ale() -> None:
+    """Register ale-py's Atari ids (``Pong-v0``, ``PongNoFrameskip-v4``, ``ALE/Pong-v5``) if it is installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("ale_py") is not None:
+        import ale_py
+
+        gymnasium.register_envs(ale_py)
+
+
+def make_env(env_id: str, video: bool = True, **kwargs: Any) -> gymnasium.Env[Any, Any]:
+    """``gymnasium.make(env_id)``, with a render mode that the Monitor can record when ``video``."""
+    check_env_id(env_id)
+    if video and "render_mode" not in kwargs:
+        mode = video_render_mode(env_id)
+        if mode is not None:
+            kwargs["render_mode"] = mode
+    try:
+        return gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.DependencyNotInstalled as exc:
+        raise TrainingError(f"Cannot make {env_id}: {exc}") from None
+
+
+def make_agent(
+    agent: str | Callable[..., Any],
+    env: gymnasium.Env[Any, Any],
+    seed: int | None = None,
+    reward_threshold: float | None = None,
+) -> Any:
+    """Build the agent for ``env`` from a built-in name, ``module:factory`` or a factory.
+
+    The factory is called as ``factory(observation_space, action_space)``, with ``seed=seed`` added
+    when it takes a ``seed`` argument (or ``**kwargs``), and ``reward_threshold=`` (the env's
+    solving threshold) when it names a ``reward_threshold`` argument.
+    """
+    from palaestra.agents import load_agent_factory
+
+    factory = load_agent_factory(agent) if isinstance(agent, str) else agent
+    kwargs: dict[str, Any] = {}
+    if seed is not None and _accepts(factory, "seed"):
+        kwargs["seed"] = seed
+    if reward_threshold is not None and _accepts(factory, "reward_threshold", explicit=True):
+        kwargs["reward_threshold"] = reward_threshold
+    try:
+        built = factory(env.observation_space, env.action_space, **kwargs)
+    except Error:
+        raise
+    except Exception as exc:
+        raise TrainingError(
+            f"The agent factory {agent!r} failed for {env.spec.id if env.spec else env}: {exc}"
+        ) from exc
+    if not callable(getattr(built, "act", None)):
+        raise TrainingError(
+            f"The agent factory {agent!r} returned {built!r}, which has no act(observation) method"
+        )
+    return built
+
+
+def _accepts(func: Callable[..., Any], name: str, explicit: bool = False) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    if name in params:
+        return True
+    return not explicit and any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
+class _SolveTracker:
+    """Watches the training episodes' rewards for the first window that reaches the threshold."""
+
+    def __init__(self, env_id: str) -> None:
+        from palaestra.catalogue import solving_criteria
+
+        self.trials, self.threshold = solving_criteria(env_id)
+        self.rewards: list[float] = []
+        self._window_sum = 0.0
+        self.solved_at: int | None = None
+        self.best_mean: float | None = None
+
+    def add(self, reward: float) -> None:
+        self.rewards.append(reward)
+        self._window_sum += reward
+        n = len(self.rewards)
+        if n > self.trials:
+            self._window_sum -= self.rewards[n - 1 - self.trials]
+        if n >= self.trials:
+            mean = self._window_sum / self.trials
+            self.best_mean = mean if self.best_mean is None else max(self.best_mean, mean)
+            if self.solved_at is None and self.threshold is not None and mean >= self.threshold - 1e-9:
+                self.solved_at = n - self.trials
+
+
+def run_agent(
+    env_id: str,
+    agent: str | Callable[..., Any],
+    directory: str | os.PathLike[str],
+    *,
+    episodes: int | None = None,
+    steps: int | None = None,
+    video: bool = True,
+    seed: int | None = None,
+    mode: str = "training",
+    force: bool = False,
+    resume: bool = False,
+    stop_when_solved: bool = False,
+    progress: bool | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+) -> RunSummary:
+    """Run ``agent`` on ``env_id`` under :class:`palaestra.Monitor`, recording into ``directory``.
+
+    Args:
+        env_id: a registered Gymnasium id (``palaestra envs`` lists them).
+        agent: ``"random"``, ``"cem"``, ``"module:factory"`` or a factory callable.
+        directory: the training directory.
+        episodes: stop after this many episodes; ``steps``: after this many steps (give exactly one).
+        video: record videos on the capped cubic schedule (when the env can render frames).
+        seed: seeds the first reset, the action space and the agent (when its factory takes ``seed``).
+        mode: ``"training"`` or ``"evaluation"`` (the Monitor's episode type).
+        force, resume: as for the Monitor, for a directory that already holds results.
+        stop_when_solved: stop as soon as the training episodes meet the env's solving rule.
+        progress: show a progress bar on stderr (default: when stderr is a terminal).
+        env_kwargs: extra keyword arguments for ``gymnasium.make``.
+
+    A ``KeyboardInterrupt`` stops the run; the Monitor is closed either way, so the directory holds
+    every finished episode, and the summary says ``interrupted``.
+    """
+    from palaestra.agents.base import end_episode, observe
+    from palaestra.monitoring import Monitor
+
+    if (episodes is None) == (steps is None):
+        raise TrainingError("Give exactly one budget: episodes=N or steps=N")
+    budget = episodes if episodes is not None else steps
+    assert budget is not None
+    if budget < 1:
+        raise TrainingError(
+            f"The budget must be at least 1 {'episode' if episodes else 'step'}, not {budget}"
+        )
+    env = make_env(env_id, video=video, **(env_kwargs or {}))
+    try:
+        # The agent first: a bad agent must not leave an empty training directory behind.
+        the_agent = make_agent(agent, env, seed, reward_threshold=_SolveTracker(env_id).threshold)
+        monitor = Monitor(
+            env, directory, video_callable=None if video else False, force=force, resume=resume, mode=mode
+        )
+    except BaseException:
+        env.close()
+        raise
+    tracker = _SolveTracker(env_id)
+    interrupted = False
+    done_episodes = done_steps = 0
+    start = time.monotonic()
+    bar = _progress_bar(budget, "episodes" if episodes is not None else "steps", env_id, progress)
+    try:
+        if seed is not None:
+            monitor.action_space.seed(seed)
+        observation, _ = monitor.reset(seed=seed)
+        while True:
+            action = the_agent.act(observation)
+            observation, reward, terminated, truncated, _ = monitor.step(action)
+            observe(the_agent, observation, float(reward), terminated, truncated)
+            done_steps += 1
+            if steps is not None:
+                bar.update(1)
+            if terminated or truncated:
+                end_episode(the_agent)
+                done_episodes += 1
+                if mode == "training":  # only training episodes count towards "solved"
+                    tracker.add(float(monitor.get_episode_rewards()[-1]))
+                if episodes is not None:
+                    bar.update(1)
+                if stop_when_solved and tracker.solved_at is not None:
+                    break
+                if episodes is not None and done_episodes >= episodes:
+                    break
+            if steps is not None and done_steps >= steps:
+                break
+            if terminated or truncated:
+                observation, _ = monitor.reset()
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+        monitor.close()
+    return RunSummary(
+        env_id=env_id,
+        directory=monitor.directory,
+        episodes=len(monitor.get_episode_lengths()),
+        steps=done_steps,
+        seconds=time.monotonic() - start,
+        solved_at=tracker.solved_at,
+        best_mean=tracker.best_mean,
+        videos=len(monitor.videos),
+        trials=tracker.trials,
+        reward_threshold=tracker.threshold,
+        interrupted=interrupted,
+    )
+
+
+def _progress_bar(total: int, unit: str, desc: str, enabled: bool | None) -> Any:
+    import sys
+
+    from tqdm import tqdm
+
+    return tqdm(
+        total=total,
+        desc=desc,
+        unit=unit[:-1],
+        disable=None if enabled is None else not enabled,
+        file=sys.stderr,
+        dynamic_ncols=True,
+        leave=False,
+    )

@@ -1,0 +1,196 @@
+"""The command-line contract: --help everywhere, exit 0 / 1 (one line) / 2, and `palaestra envs`."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import pytest
+from cli_helpers import palaestra
+
+from palaestra.cli import build_parser
+
+SUBCOMMANDS = sorted(
+    next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+)
+
+
+def test_my_subcommands_are_registered() -> None:
+    for name in ("envs", "run", "results", "demo"):
+        assert name in SUBCOMMANDS
+
+
+def test_top_level_help_and_version() -> None:
+    result = palaestra("--help")
+    assert result.returncode == 0
+    for name in ("envs", "run", "results", "demo"):
+        assert name in result.stdout
+    version = palaestra("--version")
+    assert version.returncode == 0 and version.stdout.startswith("palaestra ")
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_every_subcommand_has_help(command: str) -> None:
+    result = palaestra(command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert f"usage: palaestra {command}" in result.stdout
+
+
+def test_run_help_documents_the_agent_interface() -> None:
+    out = palaestra("run", "--help").stdout
+    assert "module:factory" in out and "observe" in out and "end_episode" in out
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("no-such-command",),
+        ("run", "CartPole-v1"),
+        ("run", "CartPole-v1", "--agent", "random", "--monitor", "x"),
+        ("run", "CartPole-v1", "--agent", "random", "--episodes", "2", "--steps", "2", "--monitor", "x"),
+        ("run", "CartPole-v1", "--agent", "random", "--episodes", "0", "--monitor", "x"),
+        ("run", "CartPole-v1", "--agent", "random", "--episodes", "two", "--monitor", "x"),
+        ("run", "CartPole-v1", "--agent", "random", "--episodes", "1", "--monitor", "x", "--mode", "test"),
+        (
+            "run",
+            "CartPole-v1",
+            "--agent",
+            "random",
+            "--episodes",
+            "1",
+            "--monitor",
+            "x",
+            "--video",
+            "--no-video",
+        ),
+        ("results",),
+        ("envs", "--group", "no-such-group"),
+        ("demo", "--port", "eighty"),
+    ],
+    ids=lambda a: " ".join(a) or "(nothing)",
+)
+def test_usage_errors_exit_2(args: tuple[str, ...], tmp_path: Path) -> None:
+    result = palaestra(*args, cwd=tmp_path)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "usage:" in result.stderr + result.stdout
+    assert not (tmp_path / "x").exists()
+
+
+def _one_line_error(result: object, command: str) -> str:
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]  # type: ignore[attr-defined]
+    assert result.returncode == 1, result.stderr  # type: ignore[attr-defined]
+    assert len(lines) == 1, result.stderr  # type: ignore[attr-defined]
+    assert lines[0].startswith(f"palaestra {command}: error: ")
+    return lines[0]
+
+
+def test_results_on_a_missing_directory_fails_with_one_line(tmp_path: Path) -> None:
+    line = _one_line_error(palaestra("results", "nowhere", cwd=tmp_path), "results")
+    assert "nowhere" in line and "does not exist" in line
+
+
+def test_results_on_a_directory_without_manifests_fails(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    line = _one_line_error(palaestra("results", "empty", cwd=tmp_path), "results")
+    assert "manifest" in line
+
+
+def test_run_with_an_unknown_env_fails_with_a_hint(tmp_path: Path) -> None:
+    result = palaestra(
+        "run", "NoSuchEnv-v0", "--agent", "random", "--episodes", "1", "--monitor", "x", cwd=tmp_path
+    )
+    line = _one_line_error(result, "run")
+    assert "NoSuchEnv-v0" in line and "palaestra envs" in line
+
+
+def test_run_with_an_unknown_agent_fails(tmp_path: Path) -> None:
+    result = palaestra(
+        "run",
+        "CartPole-v1",
+        "--agent",
+        "no_such_module:make",
+        "--episodes",
+        "1",
+        "--no-video",
+        "--monitor",
+        "x",
+        cwd=tmp_path,
+    )
+    line = _one_line_error(result, "run")
+    assert "no_such_module" in line
+    bad_form = palaestra(
+        "run", "CartPole-v1", "--agent", "dqn", "--episodes", "1", "--monitor", "y", cwd=tmp_path
+    )
+    assert "module:factory" in _one_line_error(bad_form, "run")
+
+
+def test_run_refuses_a_directory_with_results_unless_forced(tmp_path: Path) -> None:
+    args = ("run", "CartPole-v1", "--agent", "random", "--episodes", "2", "--no-video", "--monitor", "runs/a")
+    assert palaestra(*args, cwd=tmp_path).returncode == 0
+    line = _one_line_error(palaestra(*args, cwd=tmp_path), "run")
+    assert "existing monitor files" in line or "force" in line
+    assert palaestra(*args, "--force", cwd=tmp_path).returncode == 0
+    assert palaestra(*args, "--resume", cwd=tmp_path).returncode == 0
+
+
+def test_results_plot_into_a_missing_folder_fails(tmp_path: Path) -> None:
+    assert (
+        palaestra(
+            "run",
+            "CartPole-v1",
+            "--agent",
+            "random",
+            "--episodes",
+            "3",
+            "--monitor",
+            "r",
+            "--no-video",
+            cwd=tmp_path,
+        ).returncode
+        == 0
+    )
+    line = _one_line_error(
+        palaestra("results", "r", "--plot", "no/such/folder/x.png", cwd=tmp_path), "results"
+    )
+    assert "x.png" in line
+
+
+# -- palaestra envs -----------------------------------------------------------------------------------
+
+
+def _group_blocks(text: str) -> dict[str, str]:
+    """Group id -> that group's lines of `palaestra envs`."""
+    blocks: dict[str, str] = {}
+    current = None
+    for line in text.splitlines():
+        heading = re.match(r"^\S.*\((\w+)\):", line)
+        if heading:
+            current = heading.group(1)
+            blocks[current] = ""
+        elif current:
+            blocks[current] += line + "\n"
+    return blocks
+
+
+def test_envs_lists_ids_by_group_with_threshold_and_trials() -> None:
+    result = palaestra("envs")
+    assert result.returncode == 0, result.stderr
+    groups = _group_blocks(result.stdout)
+    assert re.search(r"^\s+CartPole-v1\s+475\.0\s+100\s", groups["classic_control"], re.M)
+    assert re.search(r"^\s+Pendulum-v1\s+-\s+100\s", groups["classic_control"], re.M)
+    assert re.search(r"^\s+Go9x9-v0\s", groups["board_game"], re.M)
+    assert re.search(r"^\s+Hex9x9-v0\s", groups["board_game"], re.M)
+    for env_id in ("Pong-v0", "PongNoFrameskip-v4", "ALE/Pong-v5"):
+        assert re.search(rf"^\s+{re.escape(env_id)}\s", groups["atari"], re.M), env_id
+    # 2017 ids that nothing registers now only with --all
+    assert "Copy-v0" not in result.stdout
+    assert "Copy-v0" in palaestra("envs", "--all").stdout
+
+
+def test_envs_group_filter() -> None:
+    result = palaestra("envs", "--group", "atari")
+    assert result.returncode == 0
+    assert "PongNoFrameskip-v4" in result.stdout and "CartPole-v1" not in result.stdout
+    assert list(_group_blocks(result.stdout)) == ["atari"]

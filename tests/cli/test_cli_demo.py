@@ -1,0 +1,115 @@
+"""`palaestra demo`: the whole loop, from an agent that learns to the evaluation's page, in real processes."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from cli_helpers import PALAESTRA, cli_env, free_port, palaestra
+
+STARTUP_S = 240
+
+
+def _read_until(proc: subprocess.Popen[str], marker: str, timeout: float) -> list[str]:
+    """Lines of ``proc``'s stdout up to and including the first that contains ``marker``."""
+    assert proc.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            if proc.poll() is not None:
+                break
+            continue
+        lines.append(line.rstrip("\n"))
+        if marker in line:
+            return lines
+    raise AssertionError(f"no {marker!r} line within {timeout}s; got:\n" + "\n".join(lines))
+
+
+@pytest.mark.slow
+def test_demo_trains_uploads_serves_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [PALAESTRA, "demo", "--data-dir", "demo", "--port", str(port)],
+        cwd=tmp_path,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = _read_until(proc, "Serving the scoreboard", STARTUP_S)
+        text = "\n".join(lines)
+        assert "Solved CartPole-v1 after" in text
+        url = next(ln.split(": ", 1)[1] for ln in lines if ln.startswith("Your evaluation: "))
+        assert url.startswith(f"http://127.0.0.1:{port}/evaluations/")
+
+        page = httpx.get(url, timeout=30)
+        assert page.status_code == 200
+        assert "CartPole-v1" in page.text and "palaestra-cem" in page.text
+        assert "Solved" in page.text
+        evaluation_id = url.rsplit("/", 1)[1]
+        api = httpx.get(f"http://127.0.0.1:{port}/v1/evaluations/{evaluation_id}", timeout=30)
+        assert api.status_code == 200
+        score = api.json()["score"]
+        assert score["solved"] is True and score["mean"] >= 475.0
+        assert len(api.json()["videos"]) >= 3
+        assert httpx.get(f"http://127.0.0.1:{port}/", timeout=30).status_code == 200
+
+        run_dirs = list((tmp_path / "demo" / "runs").iterdir())
+        assert len(run_dirs) == 1
+        assert list(run_dirs[0].glob("openaigym.video.*.mp4")), "the demo records videos"
+
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(url, timeout=2)
+
+
+@pytest.mark.slow
+def test_demo_runs_again_on_the_same_data_dir_and_finds_a_free_port(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        first = palaestra(
+            "demo", "--data-dir", "d", "--port", str(port), "--episodes", "30", "--no-serve", cwd=tmp_path
+        )
+        second = palaestra(
+            "demo",
+            "--data-dir",
+            "d",
+            "--port",
+            str(port),
+            "--episodes",
+            "30",
+            "--exit-after-upload",
+            cwd=tmp_path,
+        )
+    for result in (first, second):
+        assert result.returncode == 0, result.stderr
+        assert f"Port {port} is busy; using port" in result.stdout
+        assert "Not solved within 30 episodes" in result.stdout
+        assert result.stdout.strip().splitlines()[-1].startswith("Your evaluation: http://127.0.0.1:")
+    assert len(list((tmp_path / "d" / "runs").iterdir())) == 2
+    assert (tmp_path / "d" / "scoreboard" / "scoreboard.sqlite3").exists()
+    first_id = first.stdout.strip().rsplit("/", 1)[1]
+    second_id = second.stdout.strip().rsplit("/", 1)[1]
+    assert first_id != second_id
+
+
+def test_demo_rejects_a_bad_episode_count(tmp_path: Path) -> None:
+    result = palaestra("demo", "--episodes", "0", "--no-serve", cwd=tmp_path)
+    assert result.returncode == 2
+    assert "--episodes" in result.stderr
+    assert not (tmp_path / ".palaestra-demo").exists()

@@ -1,0 +1,219 @@
+"""`palaestra run` with the built-in and user agents, and `palaestra results` on what it recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import palaestra
+
+import palaestra as pal
+
+
+def _run(tmp_path: Path, *args: str) -> str:
+    result = palaestra("run", *args, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_run_random_records_episodes_and_videos(tmp_path: Path) -> None:
+    out = _run(
+        tmp_path, "CartPole-v1", "--agent", "random", "--episodes", "10", "--seed", "1", "--monitor", "runs/r"
+    )
+    assert "Recorded 10 episodes" in out
+    results = pal.load_results(tmp_path / "runs/r")
+    assert len(results["episode_rewards"]) == 10
+    assert results["env_info"]["env_id"] == "CartPole-v1"
+    assert set(results["episode_types"] or ["t"]) == {"t"}
+    # the capped cubic schedule: episodes 0, 1 and 8
+    assert sorted(Path(v).name[-15:] for v, _ in results["videos"]) == [
+        "video000000.mp4",
+        "video000001.mp4",
+        "video000008.mp4",
+    ]
+
+
+def test_run_steps_budget_and_no_video(tmp_path: Path) -> None:
+    out = _run(tmp_path, "CartPole-v1", "--agent", "random", "--steps", "150", "--no-video", "--monitor", "s")
+    assert "150 steps" in out
+    results = pal.load_results(tmp_path / "s")
+    assert results["videos"] == []
+    assert sum(results["episode_lengths"]) <= 150
+
+
+def test_run_evaluation_mode_records_evaluation_episodes(tmp_path: Path) -> None:
+    _run(
+        tmp_path,
+        "CartPole-v1",
+        "--agent",
+        "random",
+        "--episodes",
+        "4",
+        "--no-video",
+        "--mode",
+        "evaluation",
+        "--monitor",
+        "e",
+    )
+    assert pal.load_results(tmp_path / "e")["episode_types"] == ["e"] * 4
+    data = json.loads(palaestra("results", "e", "--json", cwd=tmp_path).stdout)
+    assert data["evaluation_episodes"] == 4 and data["training_episodes"] == 0
+
+
+def test_run_seed_makes_runs_reproducible(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        _run(
+            tmp_path,
+            "CartPole-v1",
+            "--agent",
+            "cem",
+            "--episodes",
+            "60",
+            "--seed",
+            "5",
+            "--no-video",
+            "--monitor",
+            name,
+        )
+    a, b = (pal.load_results(tmp_path / n) for n in ("a", "b"))
+    assert a["episode_lengths"] == b["episode_lengths"]
+    _run(
+        tmp_path,
+        "CartPole-v1",
+        "--agent",
+        "cem",
+        "--episodes",
+        "60",
+        "--seed",
+        "6",
+        "--no-video",
+        "--monitor",
+        "c",
+    )
+    assert pal.load_results(tmp_path / "c")["episode_lengths"] != a["episode_lengths"]
+
+
+def test_run_a_user_agent_from_the_current_directory(tmp_path: Path) -> None:
+    (tmp_path / "my_agent.py").write_text(
+        "class Agent:\n"
+        "    def __init__(self, seed):\n"
+        "        self.seed, self.episodes = seed, 0\n"
+        "    def act(self, observation):\n"
+        "        return int(observation[2] + 0.5 * observation[3] > 0)\n"
+        "    def end_episode(self):\n"
+        "        self.episodes += 1\n"
+        "        print('episode', self.episodes, 'seed', self.seed)\n"
+        "def make(observation_space, action_space, seed=None):\n"
+        "    return Agent(seed)\n"
+    )
+    out = _run(
+        tmp_path,
+        "CartPole-v1",
+        "--agent",
+        "my_agent:make",
+        "--episodes",
+        "3",
+        "--seed",
+        "9",
+        "--no-video",
+        "--monitor",
+        "u",
+    )
+    assert "episode 3 seed 9" in out
+    assert min(pal.load_results(tmp_path / "u")["episode_rewards"]) > 100  # the controller balances
+
+
+def test_run_an_agent_that_does_not_fit_the_env_fails(tmp_path: Path) -> None:
+    result = palaestra(
+        "run",
+        "Blackjack-v1",
+        "--agent",
+        "cem",
+        "--episodes",
+        "1",
+        "--no-video",
+        "--monitor",
+        "bj",
+        cwd=tmp_path,
+    )
+    # Blackjack's observation is a Tuple of Discrete spaces: cem flattens it, so this one works
+    assert result.returncode == 0, result.stderr
+    (tmp_path / "broken.py").write_text("def make(o, a):\n    return object()\n")
+    bad = palaestra(
+        "run", "CartPole-v1", "--agent", "broken:make", "--episodes", "1", "--monitor", "b", cwd=tmp_path
+    )
+    assert bad.returncode == 1 and "act(observation)" in bad.stderr
+
+
+@pytest.mark.slow
+def test_cem_solves_cartpole_and_results_report_it(tmp_path: Path) -> None:
+    """The built-in CEM agent solves CartPole-v1 (mean >= 475 over 100 consecutive training episodes)."""
+    out = _run(
+        tmp_path,
+        "CartPole-v1",
+        "--agent",
+        "cem",
+        "--episodes",
+        "1500",
+        "--stop-when-solved",
+        "--seed",
+        "3",
+        "--no-video",
+        "--monitor",
+        "cem",
+    )
+    assert "Solved after" in out
+    result = palaestra("results", "cem", "--plot", "cem.png", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Solved:              yes, after" in result.stdout
+    assert "CartPole-v1" in result.stdout and "± " in result.stdout
+    png = (tmp_path / "cem.png").read_bytes()
+    assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
+
+    data = json.loads(palaestra("results", "cem", "--json", cwd=tmp_path).stdout)
+    assert data["solved"] is True and data["mean"] >= 475.0
+    assert data["trials"] == 100 and data["reward_threshold"] == 475.0
+    rewards = pal.load_results(tmp_path / "cem")["episode_rewards"]
+    i = data["episode_t_value"]
+    assert sum(rewards[i : i + 100]) / 100 >= 475.0
+
+
+def test_results_summary_of_a_short_run(tmp_path: Path) -> None:
+    _run(tmp_path, "CartPole-v1", "--agent", "random", "--episodes", "5", "--no-video", "--monitor", "short")
+    result = palaestra("results", "short", cwd=tmp_path)
+    assert result.returncode == 0
+    assert "Episodes:            5 (5 training, 0 evaluation)" in result.stdout
+    assert "needs at least 100 training episodes" in result.stdout
+    assert "Solved:              no" in result.stdout
+
+
+def test_run_progress_bar_on_request(tmp_path: Path) -> None:
+    result = palaestra(
+        "run",
+        "CartPole-v1",
+        "--agent",
+        "random",
+        "--episodes",
+        "40",
+        "--no-video",
+        "--progress",
+        "--monitor",
+        "p",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0
+    assert "/40" in result.stderr and "CartPole-v1" in result.stderr
+    quiet = palaestra(
+        "run",
+        "CartPole-v1",
+        "--agent",
+        "random",
+        "--episodes",
+        "40",
+        "--no-video",
+        "--monitor",
+        "q",
+        cwd=tmp_path,
+    )
+    assert "/40" not in quiet.stderr  # not a terminal: no bar by default
