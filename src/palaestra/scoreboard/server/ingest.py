@@ -484,6 +484,5 @@ def score_batch(batch: protocol.EpisodeBatch | None, env_id: str | None) -> Eval
 
 
 def warm_up() -> None:
-    """Build the env catalogue and import scipy now, not on the first upload."""
+    """Build the env catalogue now, not on the first upload."""
     catalogue.entries()
-    import scipy.stats  # noqa: F401  (compute_graph_stats uses it)
