@@ -1,6 +1,6 @@
 """Benchmark scoring speed on 1,000,000 episodes (against the 2017 code) and the runner's speed-up.
 
-    .venv/bin/python bench/scoring.py [--episodes 1000000] [--repeats 5] [--steps 20000] [--no-runner]
+    .venv/bin/python bench/scoring.py [--episodes 1000000] [--repeats 5] [--steps 200000] [--no-runner]
 
 Scoring: one evaluation of N episodes (Python lists, as ``load_results`` returns them; 10% of them
 evaluation episodes, two data sources, a step budget that cuts the run at 80%) is scored by
@@ -202,7 +202,7 @@ def main() -> None:
     )
     parser.add_argument("--episodes", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=20_000, help="steps per runner trial")
+    parser.add_argument("--steps", type=int, default=200_000, help="steps per runner trial (large enough that work, not process start-up, dominates)")
     parser.add_argument("--no-runner", action="store_true")
     args = parser.parse_args()
     bench_scoring(args.episodes, args.repeats)
