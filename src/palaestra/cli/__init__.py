@@ -37,6 +37,20 @@ COMMAND_MODULES = (
 logger = logging.getLogger("palaestra")
 
 
+def add_progress_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--progress`` / ``--no-progress`` (``args.progress``: True, False, or None for "on a terminal")."""
+    progress = parser.add_mutually_exclusive_group()
+    progress.add_argument(
+        "--progress", dest="progress", action="store_true", default=None, help="always show the progress bar"
+    )
+    progress.add_argument(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        help="never show the progress bar (default: only on a terminal)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="palaestra",

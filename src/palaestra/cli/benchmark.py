@@ -8,6 +8,8 @@ import os
 import sys
 from typing import Any
 
+from palaestra.cli import add_progress_arguments
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -46,16 +48,7 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("--force", action="store_true", help="run every trial again, even finished ones")
     run.add_argument("--no-score", action="store_true", help="do not print the score at the end")
-    progress = run.add_mutually_exclusive_group()
-    progress.add_argument(
-        "--progress", dest="progress", action="store_true", default=None, help="always show the progress bar"
-    )
-    progress.add_argument(
-        "--no-progress",
-        dest="progress",
-        action="store_false",
-        help="never show the progress bar (default: only on a terminal)",
-    )
+    add_progress_arguments(run)
     run.set_defaults(handler=_run)
 
     score = sub.add_parser(

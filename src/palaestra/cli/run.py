@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from palaestra.cli import add_progress_arguments
+
 AGENT_HELP = """\
 agents:
   random           samples the action space
@@ -72,16 +74,7 @@ def register(subparsers: Any) -> None:
     existing = parser.add_mutually_exclusive_group()
     existing.add_argument("--force", action="store_true", help="delete earlier results in DIR first")
     existing.add_argument("--resume", action="store_true", help="add this run to earlier results in DIR")
-    progress = parser.add_mutually_exclusive_group()
-    progress.add_argument(
-        "--progress", dest="progress", action="store_true", default=None, help="always show the progress bar"
-    )
-    progress.add_argument(
-        "--no-progress",
-        dest="progress",
-        action="store_false",
-        help="never show the progress bar (default: only on a terminal)",
-    )
+    add_progress_arguments(parser)
     parser.set_defaults(handler=run)
 
 
