@@ -108,3 +108,18 @@ def test_graph_stats_series_are_finite_and_sorted():
         xs, ys = graph[key]["x"], graph[key]["y"]
         assert xs == sorted(xs) and len(xs) == len(ys) > 0
         assert all(math.isfinite(v) for v in ys)
+
+
+def test_the_live_solve_check_of_palaestra_run_agrees_with_scoring():
+    """`palaestra run --stop-when-solved` and the demo decide "solved" as the scoreboard will."""
+    from palaestra.training import _SolveTracker
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        rewards = rng.choice([0.1, 0.2, 0.3, 474.9, 475.0, 500.0], size=300).tolist()
+        tracker = _SolveTracker("CartPole-v1")
+        for reward in rewards:
+            tracker.add(reward)
+        stats = score_from_merged([1] * 300, rewards, None, list(range(300)), 0.0, trials=100, reward_threshold=475.0)
+        assert tracker.solved_at == stats["episode_t_value"]
+        assert tracker.best_mean == pytest.approx(stats["mean"])

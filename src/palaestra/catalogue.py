@@ -141,14 +141,22 @@ _HISTORICAL: dict[str, tuple[str, float | None, int | None]] = {
 _VERSION_RE = re.compile(r"^(?:(?P<ns>[\w:-]+)/)?(?P<name>[\w:.-]+?)(?:-v(?P<version>\d+))?$")
 
 
+def register_ale_py() -> bool:
+    """Register ale-py's Atari ids (``Pong-v0``, ``PongNoFrameskip-v4``, ``ALE/Pong-v5``) when ale-py is
+    installed (Gymnasium 1.x no longer loads plugins by itself); returns whether it is."""
+    if importlib.util.find_spec("ale_py") is None:
+        return False
+    import ale_py
+
+    gymnasium.register_envs(ale_py)
+    return True
+
+
 def _import_env_providers() -> None:
     """Make sure every provider's ids are in Gymnasium's registry before the catalogue is built."""
     import palaestra.envs  # noqa: F401  (registers Go and Hex)
 
-    if importlib.util.find_spec("ale_py") is not None:
-        import ale_py
-
-        gymnasium.register_envs(ale_py)
+    register_ale_py()
 
 
 def _group_of(entry_point: object) -> str:

@@ -94,7 +94,9 @@ def check_env_id(env_id: str) -> None:
         return
     except gymnasium.error.Error:
         pass
-    _register_ale()
+    from palaestra.catalogue import register_ale_py
+
+    register_ale_py()
     try:
         gymnasium.spec(env_id)
     except gymnasium.error.Error as exc:
@@ -102,16 +104,6 @@ def check_env_id(env_id: str) -> None:
             f"Unknown environment {env_id!r}: {str(exc).rstrip('.')}. (HINT: `palaestra envs` lists the ids "
             "you can run; Atari ids need the atari extra: pip install 'palaestra[atari]'.)"
         ) from None
-
-
-def _register_ale() -> None:
-    """Register ale-py's Atari ids (``Pong-v0``, ``PongNoFrameskip-v4``, ``ALE/Pong-v5``) if it is installed."""
-    import importlib.util
-
-    if importlib.util.find_spec("ale_py") is not None:
-        import ale_py
-
-        gymnasium.register_envs(ale_py)
 
 
 def make_env(env_id: str, video: bool = True, **kwargs: Any) -> gymnasium.Env[Any, Any]:
@@ -173,27 +165,29 @@ def _accepts(func: Callable[..., Any], name: str, explicit: bool = False) -> boo
 
 
 class _SolveTracker:
-    """Watches the training episodes' rewards for the first window that reaches the threshold."""
+    """Watches the training episodes' rewards for the first window that reaches the threshold.
+
+    Incremental, but with :func:`palaestra.scoring.running_mean`'s arithmetic (differences of prefix
+    sums added left to right, as ``np.cumsum`` does), so that "solved" here is exactly what
+    ``palaestra results`` and the scoreboard will compute from the same episodes.
+    """
 
     def __init__(self, env_id: str) -> None:
         from palaestra.catalogue import solving_criteria
 
         self.trials, self.threshold = solving_criteria(env_id)
-        self.rewards: list[float] = []
-        self._window_sum = 0.0
+        self._prefix_sums = [0.0]
         self.solved_at: int | None = None
         self.best_mean: float | None = None
 
     def add(self, reward: float) -> None:
-        self.rewards.append(reward)
-        self._window_sum += reward
-        n = len(self.rewards)
-        if n > self.trials:
-            self._window_sum -= self.rewards[n - 1 - self.trials]
+        sums = self._prefix_sums
+        sums.append(sums[-1] + float(reward))
+        n = len(sums) - 1
         if n >= self.trials:
-            mean = self._window_sum / self.trials
+            mean = (sums[n] - sums[n - self.trials]) / self.trials
             self.best_mean = mean if self.best_mean is None else max(self.best_mean, mean)
-            if self.solved_at is None and self.threshold is not None and mean >= self.threshold - 1e-9:
+            if self.solved_at is None and self.threshold is not None and mean >= self.threshold:
                 self.solved_at = n - self.trials
 
 
@@ -243,16 +237,16 @@ def run_agent(
             f"The budget must be at least 1 {'episode' if episodes else 'step'}, not {budget}"
         )
     env = make_env(env_id, video=video, **(env_kwargs or {}))
+    tracker = _SolveTracker(env_id)
     try:
         # The agent first: a bad agent must not leave an empty training directory behind.
-        the_agent = make_agent(agent, env, seed, reward_threshold=_SolveTracker(env_id).threshold)
+        the_agent = make_agent(agent, env, seed, reward_threshold=tracker.threshold)
         monitor = Monitor(
             env, directory, video_callable=None if video else False, force=force, resume=resume, mode=mode
         )
     except BaseException:
         env.close()
         raise
-    tracker = _SolveTracker(env_id)
     interrupted = False
     done_episodes = done_steps = 0
     start = time.monotonic()

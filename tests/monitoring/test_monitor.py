@@ -179,6 +179,14 @@ def test_stepping_before_reset_or_after_the_end_needs_a_reset(tmp_path):
     env.close()
 
 
+def test_stepping_a_closed_monitor_is_refused(tmp_path):
+    env = palaestra.Monitor(cartpole(), tmp_path, video_callable=False)
+    env.reset(seed=0)
+    env.close()
+    with pytest.raises(MonitorError, match="Trying to step a closed Monitor"):
+        env.step(0)
+
+
 def test_closing_the_monitor_closes_the_wrapped_env_and_unregisters(tmp_path):
     inner = CountingEnv()
     env = palaestra.Monitor(gym.wrappers.TimeLimit(inner, 10), tmp_path, video_callable=False)

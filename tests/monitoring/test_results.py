@@ -116,3 +116,10 @@ def test_videos_are_absolute_paths(tmp_path):
     assert results["videos"], "FrozenLake with render_mode='ansi' records episode 0 and 1"
     for video, meta in results["videos"]:
         assert video.startswith(str(tmp_path)) and meta.endswith(".meta.json")
+
+
+def test_unreadable_journal_names_the_file(tmp_path):
+    write_run(tmp_path, "0.1", stats([1.0]))
+    (tmp_path / "openaigym.episode_batch.0.1.stats.json.journal").write_bytes(b"not a journal at all")
+    with pytest.raises(ResultsError, match=r"Episode journal .*\.journal cannot be read: not a palaestra episode journal"):
+        palaestra.load_results(tmp_path)
