@@ -309,3 +309,46 @@ def test_changing_the_returned_mask_does_not_change_the_rules() -> None:
     info["action_mask"][:] = True
     with pytest.raises(IllegalMove, match="E5"):
         env.step(env.string_to_action("E5"))
+
+
+@pytest.mark.parametrize(("size", "player_color"), [(9, "black"), (9, "white"), (5, "black")])
+def test_legal_mask_and_its_check_match_the_engine(size: int, player_color: str) -> None:
+    env = gymnasium.make(
+        "Go9x9-v0", opponent="random", board_size=size, player_color=player_color, illegal_move_mode="raise"
+    )
+    game = env.unwrapped.game
+    rng = np.random.default_rng(size)
+    for seed in range(3):
+        _, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            expected = np.zeros(game.num_actions, dtype=bool)
+            expected[[game.from_engine[a] for a in env.unwrapped.state.legal_actions()]] = True
+            expected[game.resign_action] = True
+            assert np.array_equal(info["action_mask"], expected)
+            info["action_mask"][:] = True
+            illegal = np.flatnonzero(~expected)
+            if illegal.size:
+                with pytest.raises(IllegalMove, match="not a legal move"):
+                    env.step(int(rng.choice(illegal)))
+            legal = np.flatnonzero(expected[: game.resign_action])
+            _, _, done, _, info = env.step(int(rng.choice(legal)))
+        assert not info["action_mask"].any() and info["reason"] in ("two passes", "move limit", "superko")
+
+
+@pytest.mark.parametrize("size", [2, 3, 9, 19])
+def test_area_score_matches_the_reference_on_any_board(size: int) -> None:
+    # Random boards, legal or not: regions along every edge, in every column.
+    rng = np.random.default_rng(size)
+    for _ in range(50):
+        points = rng.choice(3, size=(size, size), p=[0.3, 0.3, 0.4])
+        planes = np.stack([points == 0, points == 1, points == 2]).astype(np.float32)
+        assert area_score(planes, 7.5) == reference_area_score(planes, 7.5)
+
+
+def test_new_states_are_independent() -> None:
+    game = GoGame(9)
+    first = game.new_state()
+    first.apply_action(40)
+    second = game.new_state()
+    assert second.history() == [] and second.current_player() == 0 and first.history() == [40]

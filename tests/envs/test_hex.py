@@ -171,3 +171,50 @@ def test_mcts_beats_random_mostly() -> None:
             _, reward, done, _, _ = env.step(action)
         wins += reward == 1.0
     assert wins >= 3
+
+
+def engine_mask(env: HexEnv) -> np.ndarray:
+    """The legal actions as OpenSpiel lists them, in env actions, resign included."""
+    mask = np.zeros(env.action_space.n, dtype=bool)
+    mask[[env.game.from_engine[a] for a in env.state.legal_actions()]] = True
+    mask[env.resign_action] = True
+    return mask
+
+
+@pytest.mark.parametrize("swap", [False, True])
+@pytest.mark.parametrize("player_color", ["black", "white"])
+@pytest.mark.parametrize("opponent", ["random", "callable"])
+def test_legal_mask_and_its_check_match_the_engine(swap: bool, player_color: str, opponent: str) -> None:
+    # Without the swap the env reads the mask off the observation's empty plane (after a random
+    # opponent's reply inside step(), or a callable's through the general path); with it, from the
+    # engine's legal mask. Every way must agree with OpenSpiel, and so must the legality check.
+    rng = np.random.default_rng(0)
+
+    def policy(observation: np.ndarray, mask: np.ndarray) -> int:
+        legal = np.flatnonzero(mask)
+        return int(rng.choice(legal[legal != 25]))  # anything but resign
+
+    env = HexEnv(
+        board_size=5,
+        swap=swap,
+        player_color=player_color,
+        opponent=policy if opponent == "callable" else "random",
+        illegal_move_mode="raise",
+    )
+    for seed in range(6):
+        _, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            expected = engine_mask(env)
+            assert info["action_mask"].dtype == np.bool_ and info["action_mask"].flags.writeable
+            assert np.array_equal(info["action_mask"], expected)
+            assert np.array_equal(env.game.legal_mask(env.state), expected)
+            info["action_mask"][:] = True  # the agent's copy: changing it must not change the rules
+            illegal = np.flatnonzero(~expected)
+            if illegal.size:
+                with pytest.raises(IllegalMove, match="not a legal move"):
+                    env.step(int(rng.choice(illegal)))
+            legal = np.flatnonzero(expected)
+            legal = legal[legal != env.resign_action]
+            _, _, done, _, info = env.step(int(rng.choice(legal)))
+        assert not info["action_mask"].any()

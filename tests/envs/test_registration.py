@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import gymnasium
+import pytest
 
 import palaestra.envs
 from palaestra.envs import BOARD_GAME_IDS
@@ -50,3 +51,20 @@ def test_importing_twice_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         importlib.reload(palaestra.envs)
+
+
+def test_make_adds_no_wrappers_and_the_envs_enforce_the_order_themselves() -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    for env_id in BOARD_GAME_IDS:
+        env = gymnasium.make(env_id, opponent="random", render_mode="ansi")
+        assert env.unwrapped is env  # no OrderEnforcing / PassiveEnvChecker on the step path
+        with pytest.raises(gymnasium.error.ResetNeeded, match="reset"):
+            env.step(0)
+        with pytest.raises(gymnasium.error.ResetNeeded, match="reset"):
+            env.render()
+        if env_id in ("Go9x9-v0", "Hex9x9-v0"):
+            check_env(env)
+        env.close()
+    checked = gymnasium.make("Hex9x9-v0", disable_env_checker=False)
+    assert type(checked).__name__ == "PassiveEnvChecker"

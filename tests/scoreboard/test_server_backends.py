@@ -112,7 +112,7 @@ def test_s3_store_with_presigned_post(
         ev = upload_evaluation(c, "CartPole-v1", make_batch(20), videos=video_archive(2, kind="mp4", seed=7))
         assert [v["episode_id"] for v in ev["videos"]] == [0, 1]
         keys = _bucket_keys(storage, env)
-        assert any(k.endswith(f"evaluations/{ev['id']}/training_episode_batch.json") for k in keys)
+        assert any(k.endswith(f"evaluations/{ev['id']}.training_episode_batch.json") for k in keys)
         assert sum(k.endswith(".mp4") for k in keys) == 2
         # a file whose bytes never arrived, and a bad batch sent straight to S3
         empty = create_file(c, "episode_batch")

@@ -28,7 +28,20 @@ BOARD_GAME_IDS = ("Go9x9-v0", "Go13x13-v0", "Go19x19-v0", "Hex9x9-v0", "Hex11x11
 
 def _register(env_id: str, entry_point: str, kwargs: dict[str, Any], nondeterministic: bool = False) -> None:
     if env_id not in registry:  # importing twice (or reloading) must not warn
-        register(id=env_id, entry_point=entry_point, kwargs=kwargs, nondeterministic=nondeterministic)
+        register(
+            id=env_id,
+            entry_point=entry_point,
+            kwargs=kwargs,
+            nondeterministic=nondeterministic,
+            # No OrderEnforcing or PassiveEnvChecker wrappers: each costs a Python call on every step
+            # (together 1-2 us, some 10-15% of a random 9x9 step; see bench/board_games.py). The envs
+            # enforce the order themselves (step() and render() before reset() raise palaestra's
+            # ResetNeeded, a gymnasium.error.ResetNeeded) and pass gymnasium's check_env in the tests.
+            # gymnasium.make(..., disable_env_checker=False) still adds the checker, and
+            # gymnasium.wrappers.OrderEnforcing(env) the order wrapper.
+            order_enforce=False,
+            disable_env_checker=True,
+        )
 
 
 for _size in (9, 13, 19):

@@ -56,22 +56,31 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._observer = game.make_observer()
         self._state: Any = None
         self._done = True
+        # The engine's legal mask of the position the agent is to play in, with resign's 1 at its end
+        # (game.engine_legal()), kept by the env for the next step's check: index it with
+        # to_engine[action]. The array in info is a separate copy in env-action order that the agent
+        # may change.
         self._no_moves: Sequence[int] = (0,) * game.num_actions
-        # legal_list() of the position the agent is to play in: 0/1 per env action, kept by the env
-        # (the array in info is a separate copy that the agent may change).
-        self._legal: Sequence[int] = self._no_moves
+        self._legal: Sequence[Any] = self._no_moves
         self._end_info: dict[str, Any] = {}
         # Bound once: the hot path of step() looks nothing up twice.
         self._planes = self._observer.planes
-        self._legal_list = game.legal_list
-        self._mask_array = game.mask_array
+        self._engine_legal = game.engine_legal
+        self._mask_of = game.mask_of
+        self._mask_index = game.mask_index
         self._to_engine = game.to_engine
         self._from_engine = game.from_engine
         self._opponent_act = self.opponent.act
         self._random_choice = self.opponent.random if isinstance(self.opponent, RandomOpponent) else None
         self._set_from = self._observer.set_from
         self._planes_view = self._observer.view
-        self._reorder = game.reorder
+        # Hex without the swap: the legal moves are the empty cells, which set_from() has just written
+        # into the observation, so step() copies its empty plane into this buffer instead of asking the
+        # engine for its legal mask. Its last entry, 1.0, is resign's (the engine_legal() layout).
+        self._empty_is_legal = game.empty_is_legal
+        self._empty_plane = self._observer.empty
+        self._empty_legal = np.ones(game.num_cells + 1, np.float32)
+        self._empty_legal_cells = self._empty_legal[:-1]
         # Moves strictly alternate and the opponent's moves need no check: step() takes the short path.
         self._alternating = self.opponent.always_legal and game.swap_action is None
         self._human = render_mode == "human"
@@ -111,28 +120,31 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
             a = int(action)
             if a < 0:
                 raise IndexError(a)
-            legal = self._legal[a]
+            engine_action = self._to_engine[a]
         except (TypeError, ValueError, IndexError):
             count = self.game.num_actions
             raise IllegalMove(
                 f"{action!r} is not an action of this game: actions are ints 0..{count - 1} (Discrete({count}))"
             ) from None
-        if not legal:
+        if not self._legal[engine_action]:
             return self._illegal(a)
-        engine_action = self._to_engine[a]
         if engine_action < 0:  # RESIGN
             self._resigned = self._player
             return self._finish(None)
         state = self._state
         state.apply_action(engine_action)
         if self._alternating:
-            if state.is_terminal():
-                return self._finish(None)
             random_choice = self._random_choice
             if random_choice is not None:  # the random opponent, inlined
                 options = state.legal_actions()
+                # OpenSpiel lists no legal action exactly when the game is over (before that Go can
+                # always pass and Hex has an empty cell): no is_terminal() call needed.
+                if not options:
+                    return self._finish(None)
                 engine_action = options[int(random_choice() * len(options))]
             else:
+                if state.is_terminal():
+                    return self._finish(None)
                 engine_action = self._opponent_act(state)
                 if engine_action < 0:  # RESIGN
                     self._resigned = 1 - self._player
@@ -143,37 +155,41 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
             reply = self._opponent_moves()
             if self._resigned is not None:
                 return self._finish(reply)
-        if state.is_terminal():
-            return self._finish(reply)
-        # The legal mask (game.legal_list and game.mask_array, inlined): 0/1 per env action, kept here
-        # for the next step's check; the agent gets its own writable array.
-        legal_list = state.legal_actions_mask()
-        legal_list.append(1)  # resign
-        if self._reorder is not None:
-            legal_list = self._reorder(legal_list)
-        self._legal = legal_list
-        self._set_from(state, 0)
+        # The legal mask (game.legal_mask(), inlined): self._legal in the engine's order for the next
+        # step's check (see __init__), and the agent's own writable array in env-action order.
+        if self._empty_is_legal:  # Hex without the swap: the empty cells, and resign
+            if state.is_terminal():
+                return self._finish(reply)
+            self._set_from(state, 0)
+            legal: Any = self._empty_legal
+            self._empty_legal_cells[:] = self._empty_plane  # from the observation just written
+            mask = legal.astype(BOOL)  # a new array (Hex's engine order is the env's)
+        else:
+            legal = state.legal_actions_mask()
+            if 1 not in legal:  # all 0 exactly when the game is over: no is_terminal() call needed
+                return self._finish(reply)
+            legal.append(1)  # resign
+            self._set_from(state, 0)
+            mask = frombuffer(bytearray(legal), BOOL)
+            mask_index = self._mask_index
+            if mask_index is not None:
+                mask = mask[mask_index]  # a copy in env-action order (Go flips the rows)
+        self._legal = legal
         if self._human:
             self.render()
-        return (
-            self._planes_view.copy(),
-            0.0,
-            False,
-            False,
-            {"action_mask": frombuffer(bytearray(legal_list), BOOL), "opponent_action": reply},
-        )
+        return self._planes_view.copy(), 0.0, False, False, {"action_mask": mask, "opponent_action": reply}
 
     def render(self) -> Any:
         """``ansi``: the board as text with coordinates; ``rgb_array``: an image; ``human``: a window."""
         from palaestra.envs.board import rendering
 
+        if self._state is None:  # first, as gymnasium's OrderEnforcing wrapper would
+            raise ResetNeeded("Call reset() before render()")
         if self.render_mode is None:
             gymnasium.logger.warn(
                 "render() called without a render_mode; pass render_mode= to the constructor"
             )
             return None
-        if self._state is None:
-            raise ResetNeeded("Call reset() before render()")
         outcome = None
         if self._done and self._end_info.get("reason") in ("resignation", "illegal move"):
             outcome = f"{self._end_info['winner']} wins ({self._end_info['reason']})"
@@ -263,10 +279,10 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
             self._end_info = self.game.describe_end(state, observation)
             reward = float(state.returns()[self._player])
         else:
-            self._legal = self._legal_list(state)
+            self._legal = self._engine_legal(state)
             return observation, reward, False, self._info(reply)
         self._legal = self._no_moves
         return observation, float(reward), True, self._info(reply)
 
     def _info(self, reply: int | None) -> dict[str, Any]:
-        return {"action_mask": self._mask_array(self._legal), "opponent_action": reply, **self._end_info}
+        return {"action_mask": self._mask_of(self._legal), "opponent_action": reply, **self._end_info}

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote
 
 import sqlalchemy as sa
@@ -41,7 +41,10 @@ from palaestra.scoreboard.server.db import (
     Evaluation,
     FileRecord,
     IdempotencyKey,
+    RawJSON,
     User,
+    from_row,
+    snapshot,
     upsert_env_stats,
     utcnow,
 )
@@ -70,6 +73,26 @@ FORM_OVERHEAD_BYTES = 64 * 1024
 # --------------------------------------------------------------------------------------------------
 # Helpers
 # --------------------------------------------------------------------------------------------------
+
+#: Uploads up to this size are ingested on the event loop when the service is all local.
+INLINE_MAX_BYTES = 1024 * 1024
+
+_T = TypeVar("_T")
+
+
+async def run_blocking(state: ServerState, fn: Callable[..., _T], *args: Any, small: bool = True) -> _T:
+    """``fn(*args)``: on the event loop when the service is all local and the work ``small``, else
+    in a worker thread.
+
+    With SQLite and a blob folder, a handler waits on nothing remote: run inline, it costs no thread
+    hop and no fight for the GIL with other handler threads, a fight that kept the SQLite writers'
+    lock held three times as long under load (bench/server_load.py). With PostgreSQL or S3 (network
+    round trips) and for large uploads, worker threads keep the event loop free.
+    """
+    if state.inline and small:
+        return fn(*args)
+    return await run_in_threadpool(fn, *args)
+
 
 
 def base_url(state: ServerState, request: Request) -> str:
@@ -165,29 +188,29 @@ def idempotent_create(
         raise ApiError(400, "The Idempotency-Key header must be 1-255 characters.", "Idempotency-Key")
 
     def stored() -> IdempotencyKey | None:
-        with state.db.read() as session:
-            return session.get(IdempotencyKey, (principal.user_seq, key))
+        with state.db.connect() as conn:
+            row = conn.execute(_IDEMPOTENCY_KEY, {"user_seq": principal.user_seq, "key": key}).first()
+        return None if row is None else from_row(IdempotencyKey, row)
 
     if key is not None and (found := stored()) is not None:
         return _replay(found, signature, digest)
     for attempt in range(3):
         try:
             with state.db.write() as session:
-                record = None
-                if key is not None:
-                    record = IdempotencyKey(
-                        user_seq=principal.user_seq,
-                        key=key,
-                        request=signature,
-                        request_hash=digest,
-                        status_code=0,
-                        response={},
-                    )
-                    session.add(record)
-                    session.flush()
                 status, body = create(session)
-                if record is not None:
-                    record.status_code, record.response = status, body
+                if key is not None:
+                    # Last in the transaction: a concurrent twin of this request that committed
+                    # first makes this insert fail, and the twin's stored answer is replayed.
+                    remembered = {
+                        "user_seq": principal.user_seq,
+                        "key": key,
+                        "request": signature,
+                        "request_hash": digest,
+                        "status_code": status,
+                        "response": body,
+                        "created": utcnow(),
+                    }
+                    session.connection().execute(_INSERT_IDEMPOTENCY_KEY, remembered)
             return JSONResponse(body, status_code=status)
         except sa.exc.IntegrityError as e:
             if key is not None and (found := stored()) is not None:
@@ -253,45 +276,58 @@ def file_object(state: ServerState, base: str, f: FileRecord, with_upload: bool 
 
 
 @router.post("/files", tags=["files"], status_code=201, response_model=protocol.FileObject)
-def create_file(
+async def create_file(
     body: protocol.FileCreate,
     request: Request,
     principal: Principal = Depends(require_user),
     state: ServerState = Depends(get_state),
 ) -> Response:
     """Create a file and a signed, expiring, single-use upload form (``post_url`` + ``post_fields``)."""
-    base = base_url(state, request)
+    return await run_blocking(state, _create_file, body, request, principal, state)
+
+
+def _create_file(
+    body: protocol.FileCreate, request: Request, principal: Principal, state: ServerState
+) -> Response:
+    file_id = new_id("file")
+    now = utcnow()
+    values = {
+        "id": file_id,
+        "user_seq": principal.user_seq,
+        "purpose": body.purpose,
+        "content_type": body.content_type or protocol.default_content_type(body.purpose),
+        "status": "pending",
+        "max_bytes": state.config.max_upload_bytes(body.purpose),
+        "expires": now + timedelta(seconds=state.config.upload_ttl_s),
+        "storage_key": None if isinstance(state.store, FileStore) else f"files/{file_id}",
+        "created": now,
+    }
+    # Built before the write transaction: on SQLite, writers queue for one lock, so the less
+    # happens while it is held, the more uploads a second (bench/server_load.py).
+    answer = file_object(state, base_url(state, request), snapshot(FileRecord, values))
+
+    if request.headers.get(protocol.IDEMPOTENCY_HEADER) is None:
+        state.db.write_one(_INSERT_FILE, values)  # one statement: no transaction needed
+        return JSONResponse(answer, status_code=201)
 
     def create(session: Session) -> tuple[int, dict[str, Any]]:
-        file_id = new_id("file")
-        content_type = body.content_type or protocol.default_content_type(body.purpose)
-        now = utcnow()
-        values = {
-            "id": file_id,
-            "user_seq": principal.user_seq,
-            "purpose": body.purpose,
-            "content_type": content_type,
-            "status": "pending",
-            "max_bytes": state.config.max_upload_bytes(body.purpose),
-            "expires": now + timedelta(seconds=state.config.upload_ttl_s),
-            "storage_key": None if isinstance(state.store, FileStore) else f"files/{file_id}",
-            "created": now,
-        }
         session.connection().execute(_INSERT_FILE, values)  # Core: the ORM flush costs more than the rest
-        return 201, file_object(state, base, FileRecord(**values))
+        return 201, answer
 
     return idempotent_create(state, request, principal, body_hash(body), create)
 
 
-_FILE_BY_ID = sa.select(FileRecord).where(FileRecord.id == sa.bindparam("file_id"))
+_FILES = FileRecord.__table__
+_FILE_BY_ID = sa.select(_FILES).where(_FILES.c.id == sa.bindparam("file_id"))
 _RUN_BY_ID = sa.select(BenchmarkRun).where(BenchmarkRun.id == sa.bindparam("run_id"))
+_ALGORITHMS = Algorithm.__table__
 _ALGORITHM_BY_ID_OR_NAME = (
-    sa.select(Algorithm)
+    sa.select(_ALGORITHMS)
     .where(
-        Algorithm.user_seq == sa.bindparam("user_seq"),
-        sa.or_(Algorithm.id == sa.bindparam("ref"), Algorithm.name == sa.bindparam("ref")),
+        _ALGORITHMS.c.user_seq == sa.bindparam("user_seq"),
+        sa.or_(_ALGORITHMS.c.id == sa.bindparam("ref"), _ALGORITHMS.c.name == sa.bindparam("ref")),
     )
-    .order_by((Algorithm.id == sa.bindparam("ref")).desc())
+    .order_by((_ALGORITHMS.c.id == sa.bindparam("ref")).desc())
     .limit(1)
 )
 _MARK_UPLOADED = (
@@ -306,16 +342,35 @@ _MARK_UPLOADED = (
     )
 )
 _INSERT_FILE = sa.insert(FileRecord)
+_INSERT_IDEMPOTENCY_KEY = sa.insert(IdempotencyKey)
+_IDEMPOTENCY_KEYS = IdempotencyKey.__table__
+_IDEMPOTENCY_KEY = sa.select(_IDEMPOTENCY_KEYS).where(
+    _IDEMPOTENCY_KEYS.c.user_seq == sa.bindparam("user_seq"), _IDEMPOTENCY_KEYS.c.key == sa.bindparam("key")
+)
 _INSERT_EVALUATION = sa.insert(Evaluation)
-_CLAIM_FILE = (
+_CLAIM_FILES = (
     sa.update(FileRecord)
-    .where(FileRecord.id == sa.bindparam("file_id"), FileRecord.evaluation_id.is_(None))
+    .where(FileRecord.id.in_(sa.bindparam("file_ids", expanding=True)), FileRecord.evaluation_id.is_(None))
     .values(evaluation_id=sa.bindparam("evaluation_id"))
 )
 
 
-def _own_file(session: Session, principal: Principal, file_id: str, param: str = NO_PARAM) -> FileRecord:
-    record = session.scalar(_FILE_BY_ID, {"file_id": file_id})
+def _taken_file(session: Session, records: list[FileRecord], evaluation_id: str) -> FileRecord:
+    """Which of ``records`` another evaluation claimed first (after a claim fell short)."""
+    for record in records:
+        owner = session.scalar(sa.select(FileRecord.evaluation_id).where(FileRecord.id == record.id))
+        if owner != evaluation_id:
+            return record
+    return records[0]
+
+
+def _file(conn: sa.Connection, file_id: str) -> FileRecord | None:
+    row = conn.execute(_FILE_BY_ID, {"file_id": file_id}).first()
+    return None if row is None else from_row(FileRecord, row)
+
+
+def _own_file(conn: sa.Connection, principal: Principal, file_id: str, param: str = NO_PARAM) -> FileRecord:
+    record = _file(conn, file_id)
     if record is None or record.user_seq != principal.user_seq:
         raise not_found("file", file_id, param)
     return record
@@ -329,8 +384,8 @@ def get_file(
     state: ServerState = Depends(get_state),
 ) -> Response:
     """One of your files."""
-    with state.db.read() as session:
-        record = _own_file(session, principal, file_id)
+    with state.db.connect() as conn:
+        record = _own_file(conn, principal, file_id)
     return JSONResponse(file_object(state, base_url(state, request), record))
 
 
@@ -381,7 +436,7 @@ async def upload(file_id: str, request: Request, state: ServerState = Depends(ge
 
     Signed (HMAC), expiring and single-use; no API key (the 2017 client sends none here).
     """
-    record = await run_in_threadpool(_load_file, state, file_id)
+    record = await run_blocking(state, _load_file, state, file_id)
     if record.status != "pending":
         raise ApiError(
             409,
@@ -404,7 +459,8 @@ async def upload(file_id: str, request: Request, state: ServerState = Depends(ge
             raise ApiError(400, "The upload form has no 'file' field holding the bytes.", "file")
         if part.size is not None and part.size > record.max_bytes:
             raise _too_large(record)
-        await run_in_threadpool(_accept_upload, state, record, part)
+        small = part.size is not None and part.size <= INLINE_MAX_BYTES
+        await run_blocking(state, _accept_upload, state, record, part, small=small)
     finally:
         await form.close()
     return Response(status_code=204)
@@ -420,8 +476,8 @@ def _too_large(record: FileRecord) -> ApiError:
 
 
 def _load_file(state: ServerState, file_id: str) -> FileRecord:
-    with state.db.read() as session:
-        record = session.scalar(sa.select(FileRecord).where(FileRecord.id == file_id))
+    with state.db.connect() as conn:
+        record = _file(conn, file_id)
     if record is None:
         raise not_found("file", file_id)
     return record
@@ -474,6 +530,7 @@ def _accept_upload(state: ServerState, record: FileRecord, part: UploadFile) -> 
             ingest = _ingest_batch(data, record.max_bytes)
             store.put_bytes(key, data)
             stored_keys.append(key)
+            stored_key: str | None = key
         else:
             part.file.seek(0, 2)
             size = part.file.tell()
@@ -481,24 +538,17 @@ def _accept_upload(state: ServerState, record: FileRecord, part: UploadFile) -> 
                 raise _too_large(record)
             part.file.seek(0)
             ingest = _ingest_videos(state, part.file, f"videos/{attempt}", stored_keys)
-            part.file.seek(0)
-            store.put_stream(key, part.file)
-            stored_keys.append(key)
-        with state.db.write() as session:
-            done = (
-                session.connection()
-                .execute(
-                    _MARK_UPLOADED,
-                    {
-                        "file_id": record.id,
-                        "storage_key": key,
-                        "size": size,
-                        "uploaded": utcnow(),
-                        "ingest": ingest,
-                    },
-                )
-                .rowcount
-            )
+            # The unpacked videos and their metadata are what is kept (and served); the archive
+            # would be a second copy of them (new files are what this endpoint spends most on).
+            stored_key = None
+        marked = {
+            "file_id": record.id,
+            "storage_key": stored_key,
+            "size": size,
+            "uploaded": utcnow(),
+            "ingest": ingest,
+        }
+        done = state.db.write_one(_MARK_UPLOADED, marked)
         if not done:
             raise ApiError(409, f"The upload URL of {record.id} was already used.", "file")
     except BaseException:
@@ -528,7 +578,8 @@ def _ingest_videos(state: ServerState, archive: Any, prefix: str, stored_keys: l
             raise ApiError(e.status, e.detail, e.param) from None
         described = []
         for v in videos:
-            key, meta_key = f"{prefix}/{v.name}", f"{prefix}/{v.metadata_name}"
+            # ``prefix.name``, not ``prefix/name``: a folder per upload would be one more new inode
+            key, meta_key = f"{prefix}.{v.name}", f"{prefix}.{v.metadata_name}"
             for k, member in ((key, v.video), (meta_key, v.metadata_member)):
                 if member.data is not None:
                     state.store.put_bytes(k, member.data)
@@ -560,15 +611,22 @@ def algorithm_object(base: str, alg: Algorithm | None, owner: str | None = None)
     }
 
 
+def find_algorithm(conn: sa.Connection, principal: Principal, ref: str) -> Algorithm | None:
+    """The caller's algorithm with id ``ref``, else named ``ref``, else None."""
+    row = conn.execute(_ALGORITHM_BY_ID_OR_NAME, {"user_seq": principal.user_seq, "ref": ref}).first()
+    return None if row is None else from_row(Algorithm, row)
+
+
 def resolve_algorithm(session: Session, principal: Principal, ref: str | None) -> Algorithm | None:
     """An algorithm of the caller by id, else by name, else a new one named ``ref`` (2017 semantics)."""
     if not ref:
         return None
-    alg = session.scalar(_ALGORITHM_BY_ID_OR_NAME, {"user_seq": principal.user_seq, "ref": ref})
-    if alg is None:
-        alg = Algorithm(id=new_id("algorithm"), user_seq=principal.user_seq, name=ref)
-        session.add(alg)
-        session.flush()
+    found = find_algorithm(session.connection(), principal, ref)
+    if found is not None:
+        return found
+    alg = Algorithm(id=new_id("algorithm"), user_seq=principal.user_seq, name=ref)
+    session.add(alg)
+    session.flush()
     return alg
 
 
@@ -841,7 +899,7 @@ def evaluation_object(
 def _file_for_evaluation(
     state: ServerState, session: Session, principal: Principal, file_id: str, purpose: str, param: str
 ) -> FileRecord:
-    record = _own_file(session, principal, file_id, param)
+    record = _own_file(session.connection(), principal, file_id, param)
     if record.purpose != purpose:
         raise ApiError(
             400,
@@ -913,13 +971,19 @@ def enriched_batch(data: bytes, batch: protocol.EpisodeBatch, env_id: str | None
 
 
 @router.post("/evaluations", tags=["evaluations"], status_code=201, response_model=protocol.EvaluationObject)
-def create_evaluation(
+async def create_evaluation(
     body: protocol.EvaluationCreate,
     request: Request,
     principal: Principal = Depends(require_user),
     state: ServerState = Depends(get_state),
 ) -> Response:
     """Create an evaluation from uploaded files; scored on ingest; atomic."""
+    return await run_blocking(state, _create_evaluation, body, request, principal, state)
+
+
+def _create_evaluation(
+    body: protocol.EvaluationCreate, request: Request, principal: Principal, state: ServerState
+) -> Response:
     if not body.env:
         raise ApiError(
             400, "Missing required parameter 'env' (the env id the episodes were recorded on).", "env"
@@ -927,15 +991,20 @@ def create_evaluation(
     base = base_url(state, request)
     key = request.headers.get(protocol.IDEMPOTENCY_HEADER)
     if key is not None:
-        with state.db.read() as session:
-            found = session.get(IdempotencyKey, (principal.user_seq, key))
+        with state.db.connect() as conn:
+            row = conn.execute(_IDEMPOTENCY_KEY, {"user_seq": principal.user_seq, "key": key}).first()
+        found = None if row is None else from_row(IdempotencyKey, row)
         if found is not None:
             return _replay(found, f"{request.method} {request.url.path}", body_hash(body))
 
     # 1. Check the references and ingest the data, outside the write transaction.
     batch_record = video_record = None
     run_seq: int | None = None
+    algorithm_ref = body.algorithm.id if body.algorithm else None
+    known_algorithm: Algorithm | None = None
     with state.db.read() as session:
+        if algorithm_ref:  # looked up here, so that the transaction only creates a new one
+            known_algorithm = find_algorithm(session.connection(), principal, algorithm_ref)
         if body.training_episode_batch:
             batch_record = _file_for_evaluation(
                 state,
@@ -999,14 +1068,18 @@ def create_evaluation(
     bench_score = None
     if batch is not None:
         assert data is not None
-        batch_key = f"evaluations/{evaluation_id}/training_episode_batch.json"
+        batch_key = f"evaluations/{evaluation_id}.training_episode_batch.json"
         state.store.put_bytes(batch_key, enriched_batch(data, batch, body.env))
         if benchmark_id:
             bench_score = benchmarking.score_evaluation(benchmark_id, body.env, batch.enriched(body.env))
 
+    columns = scored.columns()
+    if columns.get("graph_stats") is not None:
+        columns["graph_stats"] = RawJSON(json.dumps(columns["graph_stats"]))  # not while holding the lock
+
     # 2. One transaction: the evaluation, its files, the env aggregates, the idempotency record.
     def create(session: Session) -> tuple[int, dict[str, Any]]:
-        alg = resolve_algorithm(session, principal, body.algorithm.id if body.algorithm else None)
+        alg = known_algorithm or resolve_algorithm(session, principal, algorithm_ref)
         now = utcnow()
         values = {
             "id": evaluation_id,
@@ -1023,26 +1096,28 @@ def create_evaluation(
             "videos": videos,
             "benchmark_score": bench_score,
             "created": now,
-            **scored.columns(),
+            **columns,
         }
         session.connection().execute(_INSERT_EVALUATION, values)
-        ev = Evaluation(**values)  # transient, for the response
-        for record in (batch_record, video_record):
-            if record is None:
-                continue
+        ev = snapshot(Evaluation, values)  # for the response
+        records = [r for r in (batch_record, video_record) if r is not None]
+        claimed = 0
+        for record in records:
             if record.id in updates:
                 claim: Any = (
                     sa.update(FileRecord)
                     .where(FileRecord.id == record.id, FileRecord.evaluation_id.is_(None))
                     .values(evaluation_id=evaluation_id, **updates[record.id])
                 )
-                claimed = session.execute(claim).rowcount  # type: ignore[attr-defined]
-            else:
-                params = {"file_id": record.id, "evaluation_id": evaluation_id}
-                claimed = session.connection().execute(_CLAIM_FILE, params).rowcount
-            if not claimed:
-                param = "training_video" if record is video_record else "training_episode_batch"
-                raise ApiError(409, f"File {record.id} was used by another evaluation meanwhile.", param)
+                claimed += session.execute(claim).rowcount  # type: ignore[attr-defined]
+        uploaded = [r.id for r in records if r.id not in updates]
+        if uploaded:  # one statement for both files: the write lock is held meanwhile
+            params = {"file_ids": uploaded, "evaluation_id": evaluation_id}
+            claimed += session.connection().execute(_CLAIM_FILES, params).rowcount
+        if claimed != len(records):
+            taken = _taken_file(session, records, evaluation_id)
+            param = "training_video" if taken is video_record else "training_episode_batch"
+            raise ApiError(409, f"File {taken.id} was used by another evaluation meanwhile.", param)
         if run_seq is not None:
             status = session.scalar(sa.select(BenchmarkRun.status).where(BenchmarkRun.seq == run_seq))
             if status == "committed":

@@ -16,6 +16,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from palaestra.errors import ConfigurationError
@@ -185,14 +186,19 @@ _auth_cache: dict[str, tuple[Principal, float]] = {}
 _auth_lock = threading.Lock()
 
 
-def _cached_lookup(state: ServerState, key: str) -> Principal | None:
-    digest = hash_key(key)
-    now = time.monotonic()
-    cache_key = f"{id(state)}:{digest}"
+def _cached_principal(state: ServerState, key: str) -> Principal | None:
+    """The principal of ``key`` if it was looked up less than ``AUTH_CACHE_S`` ago, else None."""
     with _auth_lock:
-        hit = _auth_cache.get(cache_key)
-    if hit is not None and hit[1] > now:
+        hit = _auth_cache.get(f"{id(state)}:{hash_key(key)}")
+    if hit is not None and hit[1] > time.monotonic():
         return hit[0]
+    return None
+
+
+def _lookup_and_cache(state: ServerState, key: str) -> Principal | None:
+    """Look ``key`` up in the database (blocking) and remember a valid one for ``AUTH_CACHE_S``."""
+    cache_key = f"{id(state)}:{hash_key(key)}"
+    now = time.monotonic()
     with state.db.read() as session:
         principal = lookup_key(session, key)
     with _auth_lock:
@@ -205,10 +211,16 @@ def _cached_lookup(state: ServerState, key: str) -> Principal | None:
     return principal
 
 
-def require_user(request: Request, state: ServerState = Depends(get_state)) -> Principal:
-    """The caller's identity; 401 if the key is missing, unknown or revoked, 429 if it sends too fast."""
+async def require_user(request: Request, state: ServerState = Depends(get_state)) -> Principal:
+    """The caller's identity; 401 if the key is missing, unknown or revoked, 429 if it sends too fast.
+
+    ``async`` so that the usual case (a key seen within the last second) costs no thread hop; only a
+    database lookup goes to a worker thread.
+    """
     key = _bearer(request)
-    principal = _cached_lookup(state, key)
+    principal = _cached_principal(state, key)
+    if principal is None:
+        principal = await run_in_threadpool(_lookup_and_cache, state, key)
     if principal is None:
         shown = key[:8] + "..." if len(key) > 8 else "..."
         raise ApiError(

@@ -19,10 +19,13 @@ the newest-first order of list pages.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, TypeVar, cast
 
 import sqlalchemy as sa
 from sqlalchemy import event
@@ -30,9 +33,48 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
+_M = TypeVar("_M")
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: SQLite's busy handler alone serialises writers
+    fcntl = None  # type: ignore[assignment]
+
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+class RawJSON(str):
+    """A value for a JSON column that is already serialised: stored as it is.
+
+    Large JSON values (an evaluation's learning curves) are serialised before the write
+    transaction starts, not inside it, where SQLite writers wait for each other.
+    """
+
+
+def serialize_json(value: Any) -> str:
+    """The JSON columns' serialiser: :class:`RawJSON` as it is, anything else through ``json``."""
+    return value if isinstance(value, RawJSON) else json.dumps(value)
+
+
+def snapshot(model: type[_M], values: Mapping[Any, Any]) -> _M:
+    """A plain object with ``values`` (and None for other columns) as attributes, typed as ``model``,
+    for reading (never add it to a session). The hot API paths select with Core and build their answers from these: an ORM
+    object costs an instrumented ``setattr`` per column, a snapshot one ``dict`` copy."""
+    columns = _COLUMNS.get(model)
+    if columns is None:
+        columns = _COLUMNS[model] = dict.fromkeys(model.__table__.columns.keys())  # type: ignore[attr-defined]
+    return cast(_M, SimpleNamespace(**{**columns, **values}))
+
+
+#: model -> {column name: None}: what a snapshot holds for the columns its values leave out
+_COLUMNS: dict[type, dict[str, None]] = {}
+
+
+def from_row(model: type[_M], row: sa.Row[Any]) -> _M:
+    """A :func:`snapshot` of a Core ``row`` of ``model``'s table."""
+    return snapshot(model, row._mapping)
 
 
 class UTCDateTime(sa.types.TypeDecorator[datetime]):
@@ -153,7 +195,11 @@ class Evaluation(Base):
         # (bench/web_pages.py: p95 under 100 ms with 10,000 evaluations).
         sa.Index(
             "ix_evaluations_env_leaderboard",
-            "env_id", sa.text("solved DESC"), "episode_t_value", sa.text("mean DESC"), "seq",
+            "env_id",
+            sa.text("solved DESC"),
+            "episode_t_value",
+            sa.text("mean DESC"),
+            "seq",
         ),
         sa.Index("ix_evaluations_env_mean", "env_id", sa.text("mean DESC"), "seq"),
         sa.Index("ix_evaluations_user_seq", "user_seq", "seq"),
@@ -235,22 +281,32 @@ class Database:
 
     ``read()`` gives a session for queries; ``write()`` a session inside one transaction that
     commits on success and rolls back on any exception. On SQLite, writes start with
-    ``BEGIN IMMEDIATE`` (so a writer never fails half-way on a lock upgrade) and are serialised in
-    this process (waiting on a lock is quicker than SQLite's busy-sleep); the database runs in WAL
-    mode with a busy timeout, so several processes can still share it.
+    ``BEGIN IMMEDIATE`` (so a writer never fails half-way on a lock upgrade) and are serialised by
+    a lock, in this process and, through ``flock`` on ``<database>-writer.lock``, between the
+    processes that share the file (``palaestra server --workers N``, the CLI): a waiting writer wakes
+    the moment the lock is free, where SQLite's own busy handler sleeps 1, 2, 5, 10... ms between
+    tries and left server workers idle a third of the time (bench/server_load.py). The database runs
+    in WAL mode with a busy timeout, so other programs writing it are still waited for.
     """
 
     def __init__(self, url: str, *, echo: bool = False, pool_size: int = 10) -> None:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         self._write_lock = threading.Lock() if self.is_sqlite else None
+        self._lock_file: int | None = None
         if self.is_sqlite:
+            self._lock_file = _open_lock_file(sa.make_url(url).database)
             # reads run without an explicit transaction: one statement, one consistent snapshot
             self.engine = self._sqlite_engine(url, echo, begin=None)
             self.write_engine = self._sqlite_engine(url, echo, begin="BEGIN IMMEDIATE")
         else:
             self.engine = sa.create_engine(
-                url, echo=echo, pool_size=pool_size, max_overflow=40, pool_recycle=1800, future=True
+                url,
+                echo=echo,
+                pool_size=pool_size,
+                max_overflow=40,
+                pool_recycle=1800,
+                json_serializer=serialize_json,
             )
             self.write_engine = self.engine
         self._read = sessionmaker(self.engine, expire_on_commit=False)
@@ -264,6 +320,7 @@ class Database:
             connect_args={"timeout": 30, "check_same_thread": False},
             pool_size=20,
             max_overflow=40,
+            json_serializer=serialize_json,
         )
 
         @event.listens_for(engine, "connect")
@@ -292,16 +349,70 @@ class Database:
             yield session
 
     @contextlib.contextmanager
+    def connect(self) -> Iterator[sa.Connection]:
+        """A Core connection for queries: a statement or two cost less than through a Session."""
+        with self.engine.connect() as conn:
+            yield conn
+
+    @contextlib.contextmanager
     def write(self) -> Iterator[Session]:
         """A session inside one transaction: commit on success, roll back on any exception."""
-        lock = self._write_lock or contextlib.nullcontext()
-        with lock, self._write() as session, session.begin():
-            yield session
+        if self._write_lock is None:
+            with self._write() as session, session.begin():
+                yield session
+            return
+        # SQLite: the connection and the session are set up (and put away) outside the writers'
+        # lock, which covers BEGIN IMMEDIATE ... COMMIT only.
+        with self.write_engine.connect() as conn, Session(bind=conn, expire_on_commit=False) as session:  # noqa: SIM117
+            with self._write_lock, _file_lock(self._lock_file), conn.begin():
+                yield session
+                session.flush()
+
+    def write_one(self, statement: sa.Executable, params: Mapping[str, Any]) -> int:
+        """Run one INSERT/UPDATE/DELETE on its own and return its row count.
+
+        One statement is atomic by itself, so on SQLite it runs in autocommit mode: the database's
+        write lock (and the writers' lock) is held for that statement alone, not for a BEGIN ...
+        COMMIT round trip through Python.
+        """
+        if self._write_lock is None:
+            with self.write_engine.begin() as conn:
+                return int(conn.execute(statement, params).rowcount)
+        # The read engine's connections emit no BEGIN (isolation_level None): the statement commits
+        # itself when it finishes.
+        with self.engine.connect() as conn:
+            with self._write_lock, _file_lock(self._lock_file):
+                result = conn.execute(statement, params)
+            conn.commit()  # closes SQLAlchemy's bookkeeping; SQLite has nothing open
+            return int(result.rowcount)
 
     def dispose(self) -> None:
         self.engine.dispose()
         if self.write_engine is not self.engine:
             self.write_engine.dispose()
+        if self._lock_file is not None:
+            os.close(self._lock_file)
+            self._lock_file = None
+
+
+def _open_lock_file(database: str | None) -> int | None:
+    """The writers' lock file of a SQLite database file (None for in-memory databases or without flock)."""
+    if not database or database == ":memory:" or database.startswith("file:") or fcntl is None:
+        return None
+    return os.open(f"{database}-writer.lock", os.O_RDWR | os.O_CREAT, 0o644)
+
+
+@contextlib.contextmanager
+def _file_lock(fd: int | None) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``fd`` (blocking with the GIL released); nothing if ``fd`` is None."""
+    if fd is None or fcntl is None:
+        yield
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 _UPSERTS: dict[str, Any] = {}

@@ -1,7 +1,8 @@
 """FastAPI dependencies shared by the API routes and the web pages.
 
-``get_state(request)`` is the :class:`~palaestra.scoreboard.server.state.ServerState` of the app;
-``get_session()`` yields a read-only SQLAlchemy session (closed after the request).
+``state_of(request)`` is the :class:`~palaestra.scoreboard.server.state.ServerState` of the app and
+``get_state`` the same as a dependency; ``get_session()`` yields a read-only SQLAlchemy session
+(closed after the request).
 """
 
 from __future__ import annotations
@@ -14,9 +15,16 @@ from sqlalchemy.orm import Session
 from palaestra.scoreboard.server.state import ServerState
 
 
-def get_state(request: Request) -> ServerState:
+def state_of(request: Request) -> ServerState:
+    """The app's :class:`ServerState`."""
     state: ServerState = request.app.state.scoreboard
     return state
+
+
+async def get_state(request: Request) -> ServerState:
+    """:func:`state_of` as a dependency. ``async`` because FastAPI runs a plain ``def`` dependency in
+    a worker thread: a thread hop per request for an attribute lookup (bench/server_load.py)."""
+    return state_of(request)
 
 
 def get_session(state: ServerState = Depends(get_state)) -> Iterator[Session]:

@@ -12,7 +12,7 @@ from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import migrate
 from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.db import Database, ServerSetting
-from palaestra.scoreboard.server.storage import BlobStore, open_store
+from palaestra.scoreboard.server.storage import BlobStore, FileStore, open_store
 
 logger = logging.getLogger("palaestra.scoreboard")
 
@@ -28,6 +28,9 @@ class ServerState:
     store: BlobStore
     #: HMAC key of upload URLs, shared by every process on the same database
     secret: bytes
+    #: Whether the busiest handlers may run on the event loop: the database is SQLite and the
+    #: blobs a local folder, so nothing they wait on is on the network (see ``api.run_blocking``).
+    inline: bool = False
 
     def close(self) -> None:
         self.db.dispose()
@@ -99,4 +102,5 @@ def build_state(config: ServerConfig) -> ServerState:
     db = open_database(config)
     store = open_store(config.storage_url, config.s3_endpoint_url)
     store.check()
-    return ServerState(config=config, db=db, store=store, secret=load_secret(db))
+    inline = config.is_sqlite and isinstance(store, FileStore)
+    return ServerState(config=config, db=db, store=store, secret=load_secret(db), inline=inline)

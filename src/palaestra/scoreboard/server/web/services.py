@@ -5,13 +5,13 @@ from __future__ import annotations
 from fastapi import Request
 
 from palaestra.scoreboard.server.db import Database
-from palaestra.scoreboard.server.deps import get_state
+from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.storage import BlobStore
 
 
 def database(request: Request) -> Database:
-    return get_state(request).db
+    return state_of(request).db
 
 
 def blob_store(request: Request) -> BlobStore:
-    return get_state(request).store
+    return state_of(request).store
