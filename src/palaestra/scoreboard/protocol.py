@@ -29,6 +29,11 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+try:
+    import orjson
+except ImportError:  # a client-only install: the json module does the same, slower
+    orjson = None  # type: ignore[assignment]
+
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4, VIDEO_META_NAME_RE, VIDEO_NAME_RE
 
 # --------------------------------------------------------------------------------------------------
@@ -459,6 +464,24 @@ def _error_field(loc: tuple[int | str, ...]) -> str:
     return str(loc[0]) if loc else NO_PARAM
 
 
+def _loads_json(data: bytes | str) -> Any:
+    """Decode an upload: with orjson when it is installed (the server extra), else with json.
+
+    A document orjson refuses (NaN or Infinity, integers past 64 bits, bad JSON) goes to json, which
+    decodes the first two (they are then rejected field by field with a name) and words the error
+    of the last.
+    """
+    if orjson is not None:
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        return json.loads(data)
+    except ValueError as e:
+        raise EpisodeBatchError(f"episode batch is not valid JSON: {e}") from None
+
+
 def parse_episode_batch(
     data: bytes | str | dict[str, Any], max_bytes: int = MAX_EPISODE_BATCH_BYTES
 ) -> EpisodeBatch:
@@ -472,11 +495,7 @@ def parse_episode_batch(
         size = len(data)
         if size > max_bytes:
             raise EpisodeBatchError(f"episode batch is {size} bytes; the limit is {max_bytes} bytes")
-        try:
-            # json.loads accepts NaN/Infinity, which are then rejected field by field with a name.
-            doc = json.loads(data)
-        except ValueError as e:
-            raise EpisodeBatchError(f"episode batch is not valid JSON: {e}") from None
+        doc = _loads_json(data)
     else:
         doc = data
     if not isinstance(doc, dict):
