@@ -6,7 +6,6 @@ import json
 import tarfile
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -433,8 +432,10 @@ def test_real_mp4_videos_pass_ffprobe(scoreboard_server: ScoreboardServer) -> No
 def test_stored_batch_is_the_enriched_2017_document(scoreboard_server: ScoreboardServer) -> None:
     with scoreboard_server.client() as c:
         ev = upload_evaluation(c, "Acrobot-v1", make_batch(4))
-    blobs = Path(scoreboard_server.data_dir) / "blobs"
-    doc = json.loads((blobs / "evaluations" / f"{ev['id']}.training_episode_batch.json").read_text())
+    # the evaluation keeps the upload as it came; its download is the 2017 stored document
+    r = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episode_batch.json")
+    assert r.status_code == 200
+    doc = r.json()
     assert (
         doc["env_id"] == "Acrobot-v1"
         and doc["initial_reset_timestamp"] == make_batch(4)["initial_reset_timestamps"][0]

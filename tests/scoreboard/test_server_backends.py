@@ -112,7 +112,10 @@ def test_s3_store_with_presigned_post(
         ev = upload_evaluation(c, "CartPole-v1", make_batch(20), videos=video_archive(2, kind="mp4", seed=7))
         assert [v["episode_id"] for v in ev["videos"]] == [0, 1]
         keys = _bucket_keys(storage, env)
-        assert any(k.endswith(f"evaluations/{ev['id']}.training_episode_batch.json") for k in keys)
+        # the evaluation reads its batch from the upload in the bucket, enriched when read
+        assert any(k.endswith(f"files/{ev['training_episode_batch']}") for k in keys)
+        stored = httpx.get(f"{server.url}/evaluations/{ev['id']}/episode_batch.json").json()
+        assert stored["env_id"] == "CartPole-v1" and len(stored["episode_rewards"]) == 20
         assert sum(k.endswith(".mp4") for k in keys) == 2
         # a file whose bytes never arrived, and a bad batch sent straight to S3
         empty = create_file(c, "episode_batch")

@@ -18,12 +18,11 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, Request, Response
-from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
@@ -48,7 +47,7 @@ from palaestra.scoreboard.server.db import (
     upsert_env_stats,
     utcnow,
 )
-from palaestra.scoreboard.server.deps import get_state
+from palaestra.scoreboard.server.deps import get_state, run_blocking
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.ingest import (
     ArchiveLimits,
@@ -77,21 +76,6 @@ FORM_OVERHEAD_BYTES = 64 * 1024
 #: Uploads up to this size are ingested on the event loop when the service is all local.
 INLINE_MAX_BYTES = 1024 * 1024
 
-_T = TypeVar("_T")
-
-
-async def run_blocking(state: ServerState, fn: Callable[..., _T], *args: Any, small: bool = True) -> _T:
-    """``fn(*args)``: on the event loop when the service is all local and the work ``small``, else
-    in a worker thread.
-
-    With SQLite and a blob folder, a handler waits on nothing remote: run inline, it costs no thread
-    hop and no fight for the GIL with other handler threads, a fight that kept the SQLite writers'
-    lock held three times as long under load (bench/server_load.py). With PostgreSQL or S3 (network
-    round trips) and for large uploads, worker threads keep the event loop free.
-    """
-    if state.inline and small:
-        return fn(*args)
-    return await run_in_threadpool(fn, *args)
 
 
 
@@ -319,6 +303,7 @@ def _create_file(
 
 _FILES = FileRecord.__table__
 _FILE_BY_ID = sa.select(_FILES).where(_FILES.c.id == sa.bindparam("file_id"))
+_FILES_BY_ID = sa.select(_FILES).where(_FILES.c.id.in_(sa.bindparam("file_ids", expanding=True)))
 _RUN_BY_ID = sa.select(BenchmarkRun).where(BenchmarkRun.id == sa.bindparam("run_id"))
 _ALGORITHMS = Algorithm.__table__
 _ALGORITHM_BY_ID_OR_NAME = (
@@ -367,6 +352,12 @@ def _taken_file(session: Session, records: list[FileRecord], evaluation_id: str)
 def _file(conn: sa.Connection, file_id: str) -> FileRecord | None:
     row = conn.execute(_FILE_BY_ID, {"file_id": file_id}).first()
     return None if row is None else from_row(FileRecord, row)
+
+
+def _files(conn: sa.Connection, file_ids: list[str]) -> dict[str, FileRecord]:
+    """The files among ``file_ids`` that exist, by id (one query)."""
+    rows = conn.execute(_FILES_BY_ID, {"file_ids": file_ids})
+    return {row.id: from_row(FileRecord, row) for row in rows}
 
 
 def _own_file(conn: sa.Connection, principal: Principal, file_id: str, param: str = NO_PARAM) -> FileRecord:
@@ -611,10 +602,24 @@ def algorithm_object(base: str, alg: Algorithm | None, owner: str | None = None)
     }
 
 
+#: (database URL, user seq, ref) -> the algorithm found; algorithms are never renamed or deleted,
+#: so a found one stays right (an upload names the same algorithm again and again)
+_known_algorithms: dict[tuple[str, int, str], Algorithm] = {}
+
+
 def find_algorithm(conn: sa.Connection, principal: Principal, ref: str) -> Algorithm | None:
     """The caller's algorithm with id ``ref``, else named ``ref``, else None."""
+    cache_key = (str(conn.engine.url), principal.user_seq, ref)
+    known = _known_algorithms.get(cache_key)
+    if known is not None:
+        return known
     row = conn.execute(_ALGORITHM_BY_ID_OR_NAME, {"user_seq": principal.user_seq, "ref": ref}).first()
-    return None if row is None else from_row(Algorithm, row)
+    if row is None:
+        return None
+    if len(_known_algorithms) > 10_000:
+        _known_algorithms.clear()
+    found = _known_algorithms[cache_key] = from_row(Algorithm, row)
+    return found
 
 
 def resolve_algorithm(session: Session, principal: Principal, ref: str | None) -> Algorithm | None:
@@ -897,9 +902,16 @@ def evaluation_object(
 
 
 def _file_for_evaluation(
-    state: ServerState, session: Session, principal: Principal, file_id: str, purpose: str, param: str
+    state: ServerState,
+    record: FileRecord | None,
+    principal: Principal,
+    file_id: str,
+    purpose: str,
+    param: str,
 ) -> FileRecord:
-    record = _own_file(session.connection(), principal, file_id, param)
+    """``record`` (the file ``file_id``, looked up by the caller) checked for use by a new evaluation."""
+    if record is None or record.user_seq != principal.user_seq:
+        raise not_found("file", file_id, param)
     if record.purpose != purpose:
         raise ApiError(
             400,
@@ -955,21 +967,6 @@ def _ingest_remote(state: ServerState, record: FileRecord, param: str) -> tuple[
         raise ApiError(e.status, e.detail, param) from None
 
 
-def enriched_batch(data: bytes, batch: protocol.EpisodeBatch, env_id: str | None) -> bytes:
-    """The stored episode batch: the uploaded document plus ``env_id`` and ``initial_reset_timestamp``.
-
-    When the upload has every per-episode key and neither added key, the two keys are appended to
-    the uploaded bytes (already validated) instead of re-encoding a thousand-episode document.
-    """
-    complete = batch.episode_types is not None and batch.data_sources is not None
-    if complete and batch.env_id is None and batch.initial_reset_timestamp is None:
-        body = data.rstrip()
-        if body.endswith(b"}"):
-            extra = json.dumps({"env_id": env_id, "initial_reset_timestamp": batch.first_reset_timestamp})
-            return body[:-1] + b", " + extra[1:].encode()
-    return json.dumps(batch.enriched(env_id)).encode()
-
-
 @router.post("/evaluations", tags=["evaluations"], status_code=201, response_model=protocol.EvaluationObject)
 async def create_evaluation(
     body: protocol.EvaluationCreate,
@@ -1003,12 +1000,15 @@ def _create_evaluation(
     algorithm_ref = body.algorithm.id if body.algorithm else None
     known_algorithm: Algorithm | None = None
     with state.db.read() as session:
+        conn = session.connection()
         if algorithm_ref:  # looked up here, so that the transaction only creates a new one
-            known_algorithm = find_algorithm(session.connection(), principal, algorithm_ref)
+            known_algorithm = find_algorithm(conn, principal, algorithm_ref)
+        file_ids = [i for i in (body.training_episode_batch, body.training_video) if i]
+        files = _files(conn, file_ids) if file_ids else {}
         if body.training_episode_batch:
             batch_record = _file_for_evaluation(
                 state,
-                session,
+                files.get(body.training_episode_batch),
                 principal,
                 body.training_episode_batch,
                 "episode_batch",
@@ -1016,7 +1016,7 @@ def _create_evaluation(
             )
         if body.training_video:
             video_record = _file_for_evaluation(
-                state, session, principal, body.training_video, "video", "training_video"
+                state, files.get(body.training_video), principal, body.training_video, "video", "training_video"
             )
         benchmark_id = None
         if body.benchmark_run_id:
@@ -1067,9 +1067,10 @@ def _create_evaluation(
     batch_key = None
     bench_score = None
     if batch is not None:
-        assert data is not None
-        batch_key = f"evaluations/{evaluation_id}.training_episode_batch.json"
-        state.store.put_bytes(batch_key, enriched_batch(data, batch, body.env))
+        assert batch_record is not None
+        # The evaluation points at the uploaded batch; readers add env_id and the first reset time
+        # (ingest.stored_batch_document).
+        batch_key = batch_record.storage_key
         if benchmark_id:
             bench_score = benchmarking.score_evaluation(benchmark_id, body.env, batch.enriched(body.env))
 
@@ -1136,15 +1137,8 @@ def _create_evaluation(
         )
         return 201, evaluation_object(base, ev, alg, body.benchmark_run_id, principal.user_name)
 
-    try:
-        response = idempotent_create(state, request, principal, body_hash(body), create)
-    except BaseException:
-        if batch_key is not None:
-            state.store.delete(batch_key)
-        raise
-    if response.headers.get("Idempotent-Replayed") and batch_key is not None:
-        state.store.delete(batch_key)  # a concurrent twin of this request created the evaluation
-    elif body.benchmark_run_id:
+    response = idempotent_create(state, request, principal, body_hash(body), create)
+    if body.benchmark_run_id and not response.headers.get("Idempotent-Replayed"):
         benchmarking.score_run(state, body.benchmark_run_id)
     return response
 

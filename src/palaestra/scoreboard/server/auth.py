@@ -16,12 +16,11 @@ from datetime import datetime
 
 import sqlalchemy as sa
 from fastapi import Depends, Request
-from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server.db import ApiKey, Database, User, utcnow
-from palaestra.scoreboard.server.deps import get_state
+from palaestra.scoreboard.server.deps import get_state, run_blocking
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.problems import ApiError
 from palaestra.scoreboard.server.state import ServerState
@@ -214,13 +213,14 @@ def _lookup_and_cache(state: ServerState, key: str) -> Principal | None:
 async def require_user(request: Request, state: ServerState = Depends(get_state)) -> Principal:
     """The caller's identity; 401 if the key is missing, unknown or revoked, 429 if it sends too fast.
 
-    ``async`` so that the usual case (a key seen within the last second) costs no thread hop; only a
-    database lookup goes to a worker thread.
+    ``async`` so that the usual case (a key seen within the last second) costs no thread hop.
     """
     key = _bearer(request)
     principal = _cached_principal(state, key)
     if principal is None:
-        principal = await run_in_threadpool(_lookup_and_cache, state, key)
+        # Inline on a local database: a second's worth of requests finding the cache expired at once
+        # would otherwise queue for worker threads behind the event loop's hold on the GIL.
+        principal = await run_blocking(state, _lookup_and_cache, state, key)
     if principal is None:
         shown = key[:8] + "..." if len(key) > 8 else "..."
         raise ApiError(

@@ -10,7 +10,6 @@ the score empty and is logged, never failing the upload.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 from collections.abc import Mapping
@@ -19,6 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.state import ServerState
 
 logger = logging.getLogger("palaestra.scoreboard.benchmarks")
@@ -79,7 +79,7 @@ def score_run(state: ServerState, run_id: str) -> dict[str, Any] | None:
         return None
     try:
         docs = [
-            (env_id, json.loads(state.store.get_bytes(key)))
+            (env_id, stored_batch_document(state.store.get_bytes(key), env_id))
             for env_id, key in evaluations
             if env_id and key and env_id in benchmark.env_ids
         ]

@@ -2,14 +2,16 @@
 
 ``state_of(request)`` is the :class:`~palaestra.scoreboard.server.state.ServerState` of the app and
 ``get_state`` the same as a dependency; ``get_session()`` yields a read-only SQLAlchemy session
-(closed after the request).
+(closed after the request); ``run_blocking`` runs blocking work inline or in a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from palaestra.scoreboard.server.state import ServerState
@@ -30,3 +32,20 @@ async def get_state(request: Request) -> ServerState:
 def get_session(state: ServerState = Depends(get_state)) -> Iterator[Session]:
     with state.db.read() as session:
         yield session
+
+
+_T = TypeVar("_T")
+
+
+async def run_blocking(state: ServerState, fn: Callable[..., _T], *args: Any, small: bool = True) -> _T:
+    """``fn(*args)``: on the event loop when the service is all local and the work ``small``, else
+    in a worker thread.
+
+    With SQLite and a blob folder, a handler waits on nothing remote: run inline, it costs no thread
+    hop and no fight for the GIL with other handler threads, a fight that kept the SQLite writers'
+    lock held three times as long under load (bench/server_load.py). With PostgreSQL or S3 (network
+    round trips) and for large uploads, worker threads keep the event loop free.
+    """
+    if state.inline and small:
+        return fn(*args)
+    return await run_in_threadpool(fn, *args)

@@ -151,6 +151,17 @@ def validate_episode_batch(data: bytes, max_bytes: int) -> protocol.EpisodeBatch
         raise IngestError(f"Invalid episode batch: {e}", e.field) from None
 
 
+def stored_batch_document(data: bytes, env_id: str | None) -> dict[str, Any]:
+    """An evaluation's episode batch as the 2017 server stored it: the uploaded keys plus ``env_id``
+    and ``initial_reset_timestamp`` (and the optional per-episode keys filled in).
+
+    The blob store keeps the upload as it arrived and the evaluation points at it (a copy per
+    evaluation was one more new file per upload); whatever reads it builds this document.
+    :class:`palaestra.scoreboard.protocol.EpisodeBatchError` if the blob is not a valid batch.
+    """
+    return protocol.parse_episode_batch(data, max_bytes=len(data)).enriched(env_id)
+
+
 # --------------------------------------------------------------------------------------------------
 # Video archives
 # --------------------------------------------------------------------------------------------------

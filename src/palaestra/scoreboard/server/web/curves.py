@@ -10,7 +10,6 @@ used instead, without a running mean.
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections import OrderedDict
@@ -147,11 +146,3 @@ class CurveCache:
             self._items.move_to_end(key)
             while len(self._items) > self._size:
                 self._items.popitem(last=False)
-
-
-def parse_batch(data: bytes) -> dict[str, Any] | None:
-    try:
-        doc = json.loads(data)
-    except ValueError:
-        return None
-    return doc if isinstance(doc, dict) else None

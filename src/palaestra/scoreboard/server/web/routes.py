@@ -15,6 +15,8 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from palaestra import catalogue
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
+from palaestra.scoreboard.protocol import EpisodeBatchError
+from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.storage import BlobStore
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web import curves, queries
@@ -214,9 +216,8 @@ def _curves(request: Request, ev: EvaluationDetail) -> dict[str, Any] | None:
     data: dict[str, Any] | None = None
     if ev.episode_batch_key:
         try:
-            doc = curves.parse_batch(blob_store(request).get_bytes(ev.episode_batch_key))
-            if doc is not None:
-                data = curves.from_episode_batch(doc, ev.trials, ev.reward_threshold)
+            doc = stored_batch_document(blob_store(request).get_bytes(ev.episode_batch_key), ev.env_id)
+            data = curves.from_episode_batch(doc, ev.trials, ev.reward_threshold)
         except Exception as e:
             logger.warning("Cannot read the episode batch of %s (%s); using the binned curves", ev.id, e)
     if data is None:
@@ -310,22 +311,34 @@ def _bytes_response(
 @router.get("/evaluations/{evaluation_id}/episode_batch.json")
 def episode_batch_download(request: Request, evaluation_id: str) -> Response:
     ev = _evaluation_row(request, evaluation_id)
-    if ev is None or not ev.episode_batch_key:
+    doc = _stored_batch(request, ev)
+    if doc is None:
         return Response("no such episode batch", status_code=404, media_type="text/plain")
-    return _blob_response(
-        request, ev.episode_batch_key, "application/json", f"{evaluation_id}.episode_batch.json"
-    )
+    headers = {
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "public, max-age=86400",
+        "Content-Disposition": f'inline; filename="{evaluation_id}.episode_batch.json"',
+    }
+    return Response(json.dumps(doc), media_type="application/json", headers=headers)
+
+
+def _stored_batch(request: Request, ev: Any) -> dict[str, Any] | None:
+    """The 2017 stored document of evaluation ``ev``'s episode batch; None if it has none or it is gone."""
+    if ev is None or not ev.episode_batch_key:
+        return None
+    try:
+        return stored_batch_document(blob_store(request).get_bytes(ev.episode_batch_key), ev.env_id)
+    except (LookupError, EpisodeBatchError) as e:
+        logger.warning("Cannot read the episode batch of %s (%s)", ev.id, e)
+        return None
 
 
 @router.get("/evaluations/{evaluation_id}/episodes.csv")
 def episodes_csv(request: Request, evaluation_id: str) -> Response:
     ev = _evaluation_row(request, evaluation_id)
-    if ev is None or not ev.episode_batch_key:
+    doc = _stored_batch(request, ev)
+    if doc is None:
         return Response("no such episode batch", status_code=404, media_type="text/plain")
-    try:
-        doc = curves.parse_batch(blob_store(request).get_bytes(ev.episode_batch_key)) or {}
-    except LookupError:
-        return Response("the episode batch is missing from storage", status_code=404, media_type="text/plain")
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["episode", "type", "length", "reward", "timestamp", "seconds", "data_source"])
