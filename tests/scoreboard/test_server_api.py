@@ -6,6 +6,7 @@ import json
 import tarfile
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -452,3 +453,30 @@ def test_too_many_requests_is_429(limited_server: ScoreboardServer) -> None:
     assert limited and all(r.status_code == 201 for r in statuses[:30])
     body = error_of(limited[0], 429)
     assert "per minute" in body["detail"] and int(limited[0].headers["Retry-After"]) >= 1
+
+
+def test_a_corrupt_stored_batch_is_a_404_and_the_page_still_renders(scoreboard_server: ScoreboardServer) -> None:
+    with scoreboard_server.client() as c:
+        ev = upload_evaluation(c, "Acrobot-v1", make_batch(6))
+    blob = Path(scoreboard_server.data_dir) / "blobs" / "files"
+    (stored,) = [f for f in blob.iterdir() if f.name.startswith(ev["training_episode_batch"])]
+    original = stored.read_bytes()
+    stored.write_bytes(b"{not json")
+    try:
+        download = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episode_batch.json")
+        assert download.status_code == 404
+        assert httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episodes.csv").status_code == 404
+        page = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}")  # falls back to the stored curves
+        assert page.status_code == 200 and ev["id"] in page.text
+    finally:
+        stored.write_bytes(original)
+
+
+def test_an_upload_over_the_inline_limit_is_ingested_too(scoreboard_server: ScoreboardServer) -> None:
+    """Uploads over 1 MiB are ingested in a worker thread instead of on the event loop."""
+    batch = make_batch(40_000)
+    data = json.dumps(batch).encode()
+    assert len(data) > 1024 * 1024
+    with scoreboard_server.client() as c:
+        ev = upload_evaluation(c, "CartPole-v1", batch)
+        assert ev["score"]["number_episodes"] == 40_000

@@ -123,3 +123,36 @@ def test_users_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert "No active API key" in capsys.readouterr().err
     assert main(["users", *flags, "create", "two words"]) == 1
     assert main(["server", "migrate", *flags]) == 0
+
+
+def test_sqlite_writers_of_two_databases_queue_on_the_lock_file(tmp_path: Path) -> None:
+    """Two Database objects on one file stand for two server processes: every write lands."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from palaestra.scoreboard.server.db import Database, ServerSetting
+    from palaestra.scoreboard.server.state import migrate_database
+
+    config = resolve_config(environ={"PALAESTRA_DATA_DIR": str(tmp_path)})
+    migrate_database(config)
+    first, second = Database(config.database_url), Database(config.database_url)
+    insert = sa.insert(ServerSetting)
+
+    def write(i: int) -> int:
+        db = first if i % 2 else second
+        if i % 3:
+            return db.write_one(insert, {"key": f"k{i}", "value": "v"})
+        with db.write() as session:  # a multi-statement transaction
+            session.connection().execute(insert, {"key": f"k{i}", "value": "v"})
+            session.connection().execute(sa.update(ServerSetting).where(ServerSetting.key == f"k{i}").values(value="w"))
+        return 1
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            assert sum(pool.map(write, range(120))) == 120
+        with first.read() as session:
+            assert session.scalar(sa.select(sa.func.count()).select_from(ServerSetting).where(ServerSetting.key.like("k%"))) == 120
+            assert session.scalar(sa.select(ServerSetting.value).where(ServerSetting.key == "k3")) == "w"
+        assert Path(f"{sa.make_url(config.database_url).database}-writer.lock").exists()
+    finally:
+        first.dispose()
+        second.dispose()

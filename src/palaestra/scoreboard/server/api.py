@@ -120,6 +120,14 @@ def list_params(request: Request) -> tuple[protocol.ListParams, dict[str, Any]]:
     return parsed, extra
 
 
+def filtered(query: Any, extra: dict[str, Any], columns: dict[str, Any]) -> Any:
+    """``query`` narrowed to the list filters in ``extra`` (``name -> value``) that ``columns`` knows."""
+    for name, column in columns.items():
+        if extra.get(name):
+            query = query.where(column == str(extra[name]))
+    return query
+
+
 def not_found(kind: str, object_id: str, param: str = NO_PARAM) -> ApiError:
     return ApiError(404, f"No such {kind}: {object_id!r}.", param)
 
@@ -686,8 +694,7 @@ def list_algorithms(request: Request, state: ServerState = Depends(get_state)) -
     params, extra = list_params(request)
     base = base_url(state, request)
     query = sa.select(Algorithm, User.name).join(User, User.seq == Algorithm.user_seq)
-    if extra.get("owner"):
-        query = query.where(User.name == str(extra["owner"]))
+    query = filtered(query, extra, {"owner": User.name})
     with state.db.read() as session:
         body = page(
             session,
@@ -792,13 +799,11 @@ def list_benchmark_runs(request: Request, state: ServerState = Depends(get_state
     """Benchmark runs, newest first (filters: ``benchmark_id``, ``owner``, ``status``)."""
     params, extra = list_params(request)
     base = base_url(state, request)
-    query = _run_query()
-    if extra.get("benchmark_id"):
-        query = query.where(BenchmarkRun.benchmark_id == str(extra["benchmark_id"]))
-    if extra.get("owner"):
-        query = query.where(User.name == str(extra["owner"]))
-    if extra.get("status"):
-        query = query.where(BenchmarkRun.status == str(extra["status"]))
+    query = filtered(
+        _run_query(),
+        extra,
+        {"benchmark_id": BenchmarkRun.benchmark_id, "owner": User.name, "status": BenchmarkRun.status},
+    )
     with state.db.read() as session:
         body = page(
             session,
@@ -1157,15 +1162,16 @@ def list_evaluations(request: Request, state: ServerState = Depends(get_state)) 
     """Evaluations, newest first (filters: ``env``, ``algorithm``, ``benchmark_run_id``, ``owner``)."""
     params, extra = list_params(request)
     base = base_url(state, request)
-    query = _evaluation_query()
-    if extra.get("env"):
-        query = query.where(Evaluation.env_id == str(extra["env"]))
-    if extra.get("algorithm"):
-        query = query.where(Algorithm.id == str(extra["algorithm"]))
-    if extra.get("benchmark_run_id"):
-        query = query.where(BenchmarkRun.id == str(extra["benchmark_run_id"]))
-    if extra.get("owner"):
-        query = query.where(User.name == str(extra["owner"]))
+    query = filtered(
+        _evaluation_query(),
+        extra,
+        {
+            "env": Evaluation.env_id,
+            "algorithm": Algorithm.id,
+            "benchmark_run_id": BenchmarkRun.id,
+            "owner": User.name,
+        },
+    )
     with state.db.read() as session:
         body = page(
             session,
