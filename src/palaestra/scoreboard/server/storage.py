@@ -43,10 +43,6 @@ class BlobStore(ABC):
         """Store the file at ``source`` under ``key`` (atomically)."""
 
     @abstractmethod
-    def put_stream(self, key: str, stream: BinaryIO) -> None:
-        """Store what ``stream`` holds from its current position under ``key`` (atomically)."""
-
-    @abstractmethod
     def put_bytes(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (atomically)."""
 
@@ -128,24 +124,6 @@ class FileStore(BlobStore):
         shutil.copyfile(source, tmp)
         os.replace(tmp, target)
 
-    def put_stream(self, key: str, stream: BinaryIO) -> None:
-        target = self.path(key)
-        self._mkdir(target.parent)
-        tmp = self._tmp_file()
-        with open(tmp, "wb") as out:
-            shutil.copyfileobj(stream, out, 1024 * 1024)
-        os.replace(tmp, target)
-
-    def move_in(self, key: str, source: str | os.PathLike[str]) -> None:
-        """Like :meth:`put_file`, but moves ``source`` (which must be on the same filesystem) in."""
-        target = self.path(key)
-        self._mkdir(target.parent)
-        os.replace(source, target)
-
-    def new_temp_path(self) -> Path:
-        """A fresh path in the store's own temporary folder (same filesystem, for :meth:`move_in`)."""
-        return self._tmp_file()
-
     def put_bytes(self, key: str, data: bytes) -> None:
         target = self.path(key)
         self._mkdir(target.parent)
@@ -223,9 +201,6 @@ class S3Store(BlobStore):
 
     def put_file(self, key: str, source: str | os.PathLike[str]) -> None:
         self.client.upload_file(os.fspath(source), self.bucket, self._key(key))
-
-    def put_stream(self, key: str, stream: BinaryIO) -> None:
-        self.client.upload_fileobj(stream, self.bucket, self._key(key))
 
     def put_bytes(self, key: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data)
