@@ -156,3 +156,74 @@ def test_sqlite_writers_of_two_databases_queue_on_the_lock_file(tmp_path: Path) 
     finally:
         first.dispose()
         second.dispose()
+
+
+def test_handlers_run_inline_only_with_a_local_database(tmp_path: Path) -> None:
+    """Handlers run on the event loop when nothing they wait on is across the network."""
+    env = {"PALAESTRA_DATA_DIR": str(tmp_path)}
+    local = [
+        None,  # SQLite
+        "postgresql://u@127.0.0.1:5432/db",
+        "postgresql://u@localhost/db",
+        "postgresql://u@[::1]:5432/db",
+        "postgresql:///db?host=/var/run/postgresql",  # a Unix socket
+    ]
+    for url in local:
+        assert resolve_config(database_url=url, environ=env).database_is_local, url
+    remote = resolve_config(database_url="postgresql://u@db.internal:5432/db", environ=env)
+    assert not remote.database_is_local and remote.inline_handlers is None
+    forced = {**env, "PALAESTRA_INLINE_HANDLERS": "1"}
+    assert resolve_config(database_url="postgresql://u@db.internal/db", environ=forced).inline_handlers is True
+    assert resolve_config(environ={**env, "PALAESTRA_INLINE_HANDLERS": "0"}).inline_handlers is False
+    assert resolve_config(environ={**env, "PALAESTRA_INLINE_HANDLERS": "auto"}).inline_handlers is None
+    with pytest.raises(ConfigurationError, match="PALAESTRA_INLINE_HANDLERS must be 1, 0 or auto"):
+        resolve_config(environ={**env, "PALAESTRA_INLINE_HANDLERS": "yes"})
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_statements_run_at_commit(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """The env aggregates, updated with the COMMIT, count every concurrent evaluation once; a
+    failure at the commit leaves nothing of its transaction behind."""
+    from concurrent.futures import ThreadPoolExecutor
+    from datetime import datetime, timezone
+
+    from palaestra.scoreboard.server.db import (
+        Database,
+        EnvStats,
+        ServerSetting,
+        execute_at_commit,
+        upsert_env_stats,
+    )
+    from palaestra.scoreboard.server.state import migrate_database
+
+    url = request.getfixturevalue("postgres_url") if backend == "postgres" else None
+    config = resolve_config(database_url=url, environ={"PALAESTRA_DATA_DIR": str(tmp_path)})
+    migrate_database(config)
+    db = Database(config.database_url)
+    now = datetime.now(timezone.utc)
+
+    def evaluate(i: int) -> None:
+        with db.write() as session:
+            session.connection().execute(sa.insert(ServerSetting), {"key": f"ev{i}", "value": "v"})
+            upsert_env_stats(session, "CartPole-v1", "classic_control", True, float(i), i % 4 == 0, f"ev{i}", now)
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(evaluate, range(100)))
+        with db.read() as session:
+            stats = session.get(EnvStats, "CartPole-v1")
+            assert stats is not None
+            assert (stats.evaluation_count, stats.solved_count) == (100, 25)
+            assert (stats.best_mean, stats.best_evaluation_id) == (99.0, "ev99")
+
+        with pytest.raises(sa.exc.IntegrityError), db.write() as session:
+            session.connection().execute(sa.insert(ServerSetting), {"key": "lost", "value": "v"})
+            execute_at_commit(session, sa.insert(ServerSetting), {"key": "ev1", "value": "duplicate"})
+        with db.read() as session:
+            assert session.get(ServerSetting, "lost") is None
+            assert session.get(ServerSetting, "ev1").value == "v"  # type: ignore[union-attr]
+        evaluate(100)  # the connection went back to the pool in working order
+        with db.read() as session:
+            assert session.get(EnvStats, "CartPole-v1").evaluation_count == 101  # type: ignore[union-attr]
+    finally:
+        db.dispose()

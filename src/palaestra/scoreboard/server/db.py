@@ -19,6 +19,7 @@ the newest-first order of list pages.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import threading
@@ -300,7 +301,7 @@ class Database:
             self.engine = self._sqlite_engine(url, echo, begin=None)
             self.write_engine = self._sqlite_engine(url, echo, begin="BEGIN IMMEDIATE")
         else:
-            self.engine = sa.create_engine(
+            self.write_engine = sa.create_engine(
                 url,
                 echo=echo,
                 pool_size=pool_size,
@@ -308,7 +309,11 @@ class Database:
                 pool_recycle=1800,
                 json_serializer=serialize_json,
             )
-            self.write_engine = self.engine
+            # Reads and single statements in autocommit, on the same pool: a query in a transaction
+            # costs BEGIN and a ROLLBACK (when the pool takes the connection back) besides itself,
+            # three round trips for one. Under READ COMMITTED, PostgreSQL's default, every statement
+            # of a transaction sees its own snapshot anyway, so reads lose no consistency.
+            self.engine = self.write_engine.execution_options(isolation_level="AUTOCOMMIT")
         self._read = sessionmaker(self.engine, expire_on_commit=False)
         self._write = sessionmaker(self.write_engine, expire_on_commit=False)
 
@@ -360,6 +365,7 @@ class Database:
         if self._write_lock is None:
             with self._write() as session, session.begin():
                 yield session
+                _run_at_commit(session)
             return
         # SQLite: the connection and the session are set up (and put away) outside the writers'
         # lock, which covers BEGIN IMMEDIATE ... COMMIT only.
@@ -367,19 +373,20 @@ class Database:
             with self._write_lock, _file_lock(self._lock_file), conn.begin():
                 yield session
                 session.flush()
+                _run_at_commit(session)
 
     def write_one(self, statement: sa.Executable, params: Mapping[str, Any]) -> int:
         """Run one INSERT/UPDATE/DELETE on its own and return its row count.
 
-        One statement is atomic by itself, so on SQLite it runs in autocommit mode: the database's
+        One statement is atomic by itself, so it runs in autocommit mode: on SQLite the database's
         write lock (and the writers' lock) is held for that statement alone, not for a BEGIN ...
-        COMMIT round trip through Python.
+        COMMIT round trip through Python; on PostgreSQL it is one round trip instead of three.
         """
+        # The read engine's connections run in autocommit (SQLite: isolation_level None, no BEGIN
+        # emitted; PostgreSQL: AUTOCOMMIT): the statement commits itself when it finishes.
         if self._write_lock is None:
-            with self.write_engine.begin() as conn:
+            with self.engine.connect() as conn:
                 return int(conn.execute(statement, params).rowcount)
-        # The read engine's connections emit no BEGIN (isolation_level None): the statement commits
-        # itself when it finishes.
         with self.engine.connect() as conn:
             with self._write_lock, _file_lock(self._lock_file):
                 result = conn.execute(statement, params)
@@ -387,12 +394,59 @@ class Database:
             return int(result.rowcount)
 
     def dispose(self) -> None:
-        self.engine.dispose()
-        if self.write_engine is not self.engine:
-            self.write_engine.dispose()
+        self.write_engine.dispose()
+        if self.is_sqlite:  # a second pool (on PostgreSQL, self.engine shares write_engine's)
+            self.engine.dispose()
         if self._lock_file is not None:
             os.close(self._lock_file)
             self._lock_file = None
+
+
+_AT_COMMIT = "palaestra.at_commit"
+
+
+def execute_at_commit(session: Session, statement: sa.Executable, params: Mapping[str, Any]) -> None:
+    """Run ``statement`` last in the write transaction of ``session`` (:meth:`Database.write`),
+    sent to PostgreSQL together with the COMMIT.
+
+    For hot rows, such as the ``envs`` row that every evaluation of an env adds to: the row lock an
+    UPDATE takes lasts until COMMIT, and the other writers of the row queue meanwhile. Sent with the
+    COMMIT (psycopg's pipeline mode), the lock lasts as long as the database's own work instead of a
+    round trip through Python, which under load includes waiting for the GIL behind other threads
+    (bench/server_load.py with handlers in threads: 1.5 evaluations waiting on this lock at any
+    moment, 0.2 after). SQLite's writers are serialised anyway; there the statement simply runs last,
+    as it does where libpq is too old for pipelines.
+    """
+    session.info.setdefault(_AT_COMMIT, []).append((statement, params))
+
+
+def _run_at_commit(session: Session) -> None:
+    """Run the statements of :func:`execute_at_commit`; on PostgreSQL, commit in the same round trip."""
+    pending = session.info.pop(_AT_COMMIT, None)
+    if not pending:
+        return
+    conn = session.connection()
+    if conn.dialect.name != "postgresql" or not _pipelines_supported():
+        for statement, params in pending:
+            conn.execute(statement, params)
+        return
+    session.flush()
+    dbapi_connection: Any = conn.connection.dbapi_connection
+    dbapi_error = conn.dialect.loaded_dbapi.Error
+    try:
+        with dbapi_connection.pipeline():  # statements are sent without waiting for their results
+            for statement, params in pending:
+                conn.execute(statement, params)
+            dbapi_connection.commit()  # SQLAlchemy's own COMMIT after this finds nothing to commit
+    except dbapi_error as e:  # raised by psycopg at the pipeline's end: wrap it as SQLAlchemy does
+        raise sa.exc.DBAPIError.instance(None, None, e, dbapi_error) from e
+
+
+@functools.cache
+def _pipelines_supported() -> bool:
+    import psycopg
+
+    return bool(psycopg.Pipeline.is_supported())  # libpq 14 or newer
 
 
 def _open_lock_file(database: str | None) -> int | None:
@@ -467,10 +521,12 @@ def upsert_env_stats(
     evaluation_id: str,
     created: datetime,
 ) -> None:
-    """Add one evaluation to the env's aggregates, atomically (INSERT ... ON CONFLICT DO UPDATE)."""
-    conn = session.connection()
-    conn.execute(
-        _env_upsert(conn.dialect.name),
+    """Add one evaluation to the env's aggregates, atomically (INSERT ... ON CONFLICT DO UPDATE),
+    last in the transaction and with its COMMIT (:func:`execute_at_commit`): every evaluation of the
+    env updates this one row."""
+    execute_at_commit(
+        session,
+        _env_upsert(session.connection().dialect.name),
         {
             "env_id": env_id,
             "group_id": group_id,

@@ -41,10 +41,13 @@ async def run_blocking(state: ServerState, fn: Callable[..., _T], *args: Any, sm
     """``fn(*args)``: on the event loop when the service is all local and the work ``small``, else
     in a worker thread.
 
-    With SQLite and a blob folder, a handler waits on nothing remote: run inline, it costs no thread
-    hop and no fight for the GIL with other handler threads, a fight that kept the SQLite writers'
-    lock held three times as long under load (bench/server_load.py). With PostgreSQL or S3 (network
-    round trips) and for large uploads, worker threads keep the event loop free.
+    With the database on this machine (SQLite, or PostgreSQL on loopback) and a blob folder, a
+    handler waits on nothing remote: run inline, it costs no thread hop and no fight for the GIL
+    with other handler threads. That fight kept the SQLite writers' lock held three times as long
+    under load, and left PostgreSQL-backed processes a third idle while requests queued
+    (bench/server_load.py). With a database or S3 across the network (round trips of a millisecond
+    or more) and for large uploads, worker threads keep the event loop free.
+    ``PALAESTRA_INLINE_HANDLERS`` overrides the choice (``ServerConfig.inline_handlers``).
     """
     if state.inline and small:
         return fn(*args)

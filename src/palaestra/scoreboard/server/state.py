@@ -28,8 +28,8 @@ class ServerState:
     store: BlobStore
     #: HMAC key of upload URLs, shared by every process on the same database
     secret: bytes
-    #: Whether the busiest handlers may run on the event loop: the database is SQLite and the
-    #: blobs a local folder, so nothing they wait on is on the network (see ``api.run_blocking``).
+    #: Whether the busiest handlers may run on the event loop (``deps.run_blocking``): the database
+    #: is on this machine and the blobs are a local folder, so nothing they wait on is on the network.
     inline: bool = False
 
     def close(self) -> None:
@@ -102,5 +102,7 @@ def build_state(config: ServerConfig) -> ServerState:
     db = open_database(config)
     store = open_store(config.storage_url, config.s3_endpoint_url)
     store.check()
-    inline = config.is_sqlite and isinstance(store, FileStore)
+    inline = config.inline_handlers
+    if inline is None:
+        inline = config.database_is_local and isinstance(store, FileStore)
     return ServerState(config=config, db=db, store=store, secret=load_secret(db), inline=inline)
