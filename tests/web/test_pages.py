@@ -1,5 +1,5 @@
-"""The web pages over HTTP, without a browser: an in-process app on its own database, and the
-session's real server filled by real uploads (conftest.py)."""
+"""The web pages over HTTP, without a browser: the app served by uvicorn in a thread on its own
+database, and the session's real server filled by real uploads (conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import io
 import json
 import re
 import secrets
+import socket
+import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -16,7 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi.testclient import TestClient
+import uvicorn
+from fastapi import FastAPI
 from web_helpers import HOSTILE_NAME, Uploads
 
 from palaestra.scoreboard.server import db as m
@@ -92,16 +95,39 @@ def _database_url(kind: str) -> Iterator[str | None]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+@contextlib.contextmanager
+def _served(app: FastAPI) -> Iterator[httpx.Client]:
+    """A client of ``app`` served by uvicorn on a free loopback port, in a thread of this process."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(500):
+            if server.started or not thread.is_alive():
+                break
+            thread.join(0.01)
+        assert server.started, "the test server did not start"
+        base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        with httpx.Client(base_url=base_url, follow_redirects=True, timeout=30) as client:
+            yield client
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def app_client(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[TestClient, dict[str, Any]]]:
-    """The app in this process, on SQLite and on PostgreSQL, with 30 evaluations stored directly."""
+) -> Iterator[tuple[httpx.Client, dict[str, Any]]]:
+    """The app on SQLite and on PostgreSQL, with 30 evaluations stored directly."""
     with _database_url(request.param) as database_url:
         config = resolve_config(data_dir=tmp_path_factory.mktemp("web-app"), database_url=database_url)
         state = build_state(config)
         info = _store_evaluations(state)
-        with TestClient(create_app(state=state)) as client:
+        with _served(create_app(state=state)) as client:
             yield client, info
         state.close()
 
@@ -110,7 +136,7 @@ def _eval_ids(html: str) -> list[str]:
     return EVAL_LINK_RE.findall(html)
 
 
-def test_home_page_groups_and_counts(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+def test_home_page_groups_and_counts(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, _ = app_client
     r = client.get("/")
     assert r.status_code == 200
@@ -121,7 +147,7 @@ def test_home_page_groups_and_counts(app_client: tuple[TestClient, dict[str, Any
     assert "solved after 0 episodes" in row.group(0)
 
 
-def test_env_page_rule_leaderboard_order_and_pages(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+def test_env_page_rule_leaderboard_order_and_pages(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, _ = app_client
     r = client.get("/envs/CartPole-v1")
     assert r.status_code == 200
@@ -145,7 +171,7 @@ def test_env_page_rule_leaderboard_order_and_pages(app_client: tuple[TestClient,
     assert _eval_ids(client.get("/envs/CartPole-v1?page=abc").text) == first
 
 
-def test_hostile_strings_are_escaped(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+def test_hostile_strings_are_escaped(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, _ = app_client
     for path in ("/envs/CartPole-v1", "/evaluations/eval_04", "/algorithms/alg_hostile", "/users/bob"):
         html = client.get(path).text
@@ -156,7 +182,7 @@ def test_hostile_strings_are_escaped(app_client: tuple[TestClient, dict[str, Any
     assert "javascript:alert(3)" in page  # shown as text, not as a link
 
 
-def test_security_headers(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+def test_security_headers(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, _ = app_client
     r = client.get("/envs/CartPole-v1")
     csp = r.headers["content-security-policy"]
@@ -170,14 +196,14 @@ def test_security_headers(app_client: tuple[TestClient, dict[str, Any]]) -> None
     ["/envs/Nope-v0", "/evaluations/eval_nope", "/users/nobody", "/algorithms/alg_nope", "/benchmarks/Nope-v0",
      "/benchmark_runs/brun_nope"],
 )
-def test_unknown_objects_are_404_pages(app_client: tuple[TestClient, dict[str, Any]], path: str) -> None:
+def test_unknown_objects_are_404_pages(app_client: tuple[httpx.Client, dict[str, Any]], path: str) -> None:
     client, _ = app_client
     r = client.get(path)
     assert r.status_code == 404
     assert "<h1>Not found</h1>" in r.text
 
 
-def test_evaluation_page_and_downloads(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+def test_evaluation_page_and_downloads(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, _ = app_client
     html = client.get("/evaluations/eval_02").text
     assert '<dd id="solved">yes</dd>' in html
@@ -192,7 +218,7 @@ def test_evaluation_page_and_downloads(app_client: tuple[TestClient, dict[str, A
     assert client.get("/evaluations/eval_02/videos/nothing.mp4").status_code == 404
 
 
-def test_user_and_algorithm_pages(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+def test_user_and_algorithm_pages(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, _ = app_client
     alice = client.get("/users/alice").text
     assert len(_eval_ids(alice)) == N_EVALUATIONS // 2
@@ -202,7 +228,7 @@ def test_user_and_algorithm_pages(app_client: tuple[TestClient, dict[str, Any]])
 
 
 def test_pages_work_without_vendor_assets(
-    app_client: tuple[TestClient, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    app_client: tuple[httpx.Client, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     client, _ = app_client
     monkeypatch.setattr(assets, "VENDOR_DIR", tmp_path / "no-vendor")
@@ -213,7 +239,7 @@ def test_pages_work_without_vendor_assets(
     assert "Best 100-episode mean" in r.text  # the numbers are still there
 
 
-def test_own_static_assets_are_served(app_client: tuple[TestClient, dict[str, Any]]) -> None:
+def test_own_static_assets_are_served(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, _ = app_client
     for name in ("palaestra.css", "charts.js", "players.js"):
         assert client.get(f"/assets/{name}").status_code == 200
@@ -278,7 +304,7 @@ def test_blobs_in_s3_are_served_from_this_origin(
                         "content_type": "video/mp4", "size": 212, "key": "v/video.mp4", "metadata_key": "v/none",
                     }],
                 ))
-            with TestClient(create_app(state=state)) as client:
+            with _served(create_app(state=state)) as client:
                 page = client.get("/evaluations/eval_s3").text
                 assert 'src="/evaluations/eval_s3/videos/video.mp4"' in page
                 part = client.get("/evaluations/eval_s3/videos/video.mp4", headers={"Range": "bytes=4-11"})
