@@ -26,8 +26,10 @@ from palaestra.scoreboard.server.state import ServerState, build_state
 logger = logging.getLogger("palaestra.scoreboard")
 
 
-#: Worker threads per process for the synchronous handlers (fewer threads fight less over the GIL).
-THREADS = int(os.environ.get("PALAESTRA_SERVER_THREADS", "16"))
+#: Worker threads per process for the synchronous handlers. Fewer threads fight less over the GIL:
+#: with PostgreSQL handlers in threads, bench/server_load.py's evaluations had a p99 of 190-200 ms
+#: with 16 and 120-145 ms with 8, at more evaluations a second.
+THREADS = int(os.environ.get("PALAESTRA_SERVER_THREADS", "8"))
 
 
 def _include_web(app: FastAPI) -> None:
