@@ -70,3 +70,20 @@ def test_render_modes() -> None:
     rgb = go_env(board_size=5, render_mode="rgb_array")
     rgb.reset()
     assert rgb.render().shape[2] == 3
+
+
+def test_registered_in_pettingzoos_registry() -> None:
+    """``import palaestra`` registers the AEC games with PettingZoo 1.27+ (``pettingzoo.make``)."""
+    import pettingzoo
+
+    import palaestra.envs
+
+    if not hasattr(pettingzoo, "register"):
+        pytest.skip("PettingZoo before 1.27 has no registry")
+    assert {f"palaestra/{env_id}" for env_id in palaestra.envs.BOARD_GAME_IDS} <= set(pettingzoo.aec_registry)
+    go = pettingzoo.make("aec", "palaestra/Go13x13-v0", komi=0.5)
+    assert (go.game.board_size, go.game.komi, go.metadata["name"]) == (13, 0.5, "palaestra_go_v0")
+    hex_ = pettingzoo.make("aec", "palaestra/Hex11x11-v0", swap=True)
+    assert (hex_.game.board_size, hex_.game.swap) == (11, True)
+    totals, final = self_play(pettingzoo.make("aec", "palaestra/Hex9x9-v0"), seed=1)
+    assert sorted(totals.values()) == [-1.0, 1.0] and final["reason"] == "connection"

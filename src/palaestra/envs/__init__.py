@@ -12,10 +12,16 @@ Registration is cheap: entry points are strings, so OpenSpiel and the board-game
 ==============  ==========================================================================
 
 Every constructor argument can be overridden: ``gymnasium.make("Go9x9-v0", opponent="mcts:200")``.
+
+With PettingZoo 1.27 or newer installed, the two-player versions of the same games are registered in
+its registry too, under the ``palaestra`` namespace: ``pettingzoo.make("aec", "palaestra/Go9x9-v0")``
+(``palaestra.envs.board.pettingzoo``).
 """
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from typing import Any
 
 from gymnasium.envs.registration import register, registry
@@ -70,5 +76,25 @@ for _size in (9, 11):
             "board_size": _size,
         },
     )
+
+
+def _register_two_player_games() -> None:
+    """The AEC versions in PettingZoo's registry (PettingZoo 1.27+), when PettingZoo is installed."""
+    if importlib.util.find_spec("pettingzoo") is None:
+        return
+    import pettingzoo
+
+    register_aec = getattr(pettingzoo, "register", None)
+    if register_aec is None:  # PettingZoo before 1.27 has no registry
+        return
+    for env_id in BOARD_GAME_IDS:
+        game, size = re.fullmatch(r"(Go|Hex)(\d+)x\d+-v0", env_id).groups()  # type: ignore[union-attr]
+        full_id = f"palaestra/{env_id}"
+        if full_id not in pettingzoo.aec_registry:  # importing twice must not warn
+            entry_point = f"palaestra.envs.board.pettingzoo:{game.lower()}_env"
+            register_aec("aec", full_id, entry_point, kwargs={"board_size": int(size)})
+
+
+_register_two_player_games()
 
 __all__ = ["BOARD_GAME_IDS", "GO_ENTRY_POINT", "HEX_ENTRY_POINT"]
