@@ -88,11 +88,12 @@ def _register_two_player_games() -> None:
     if register_aec is None:  # PettingZoo before 1.27 has no registry
         return
     for env_id in BOARD_GAME_IDS:
-        game, size = re.fullmatch(r"(Go|Hex)(\d+)x\d+-v0", env_id).groups()  # type: ignore[union-attr]
         full_id = f"palaestra/{env_id}"
-        if full_id not in pettingzoo.aec_registry:  # importing twice must not warn
-            entry_point = f"palaestra.envs.board.pettingzoo:{game.lower()}_env"
-            register_aec("aec", full_id, entry_point, kwargs={"board_size": int(size)})
+        if full_id in pettingzoo.aec_registry:  # importing twice must not warn
+            continue
+        game, size = re.findall(r"^(Go|Hex)(\d+)x", env_id)[0]
+        entry_point = f"palaestra.envs.board.pettingzoo:{game.lower()}_env"
+        register_aec("aec", full_id, entry_point, kwargs={"board_size": int(size)})
 
 
 _register_two_player_games()
