@@ -172,6 +172,7 @@ def test_handlers_run_inline_only_with_a_local_database(tmp_path: Path) -> None:
         assert resolve_config(database_url=url, environ=env).database_is_local, url
     remote = resolve_config(database_url="postgresql://u@db.internal:5432/db", environ=env)
     assert not remote.database_is_local and remote.inline_handlers is None
+    assert not resolve_config(database_url="postgresql:///db?host=db.internal", environ=env).database_is_local
     forced = {**env, "PALAESTRA_INLINE_HANDLERS": "1"}
     assert resolve_config(database_url="postgresql://u@db.internal/db", environ=forced).inline_handlers is True
     assert resolve_config(environ={**env, "PALAESTRA_INLINE_HANDLERS": "0"}).inline_handlers is False

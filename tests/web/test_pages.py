@@ -10,7 +10,6 @@ import json
 import re
 import secrets
 import socket
-import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -18,10 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
-from fastapi import FastAPI
 from web_helpers import HOSTILE_NAME, Uploads
 
+from palaestra.cli.demo import EmbeddedScoreboard
 from palaestra.scoreboard.server import db as m
 from palaestra.scoreboard.server.app import create_app
 from palaestra.scoreboard.server.config import resolve_config
@@ -96,26 +94,17 @@ def _database_url(kind: str) -> Iterator[str | None]:
 
 
 @contextlib.contextmanager
-def _served(app: FastAPI) -> Iterator[httpx.Client]:
-    """A client of ``app`` served by uvicorn on a free loopback port, in a thread of this process."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
+def _served(state: Any) -> Iterator[httpx.Client]:
+    """A client of the app on ``state``, served by uvicorn on a free loopback port in a thread."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = EmbeddedScoreboard(state.config.with_overrides(port=port), app=create_app(state=state)).start()
     try:
-        for _ in range(500):
-            if server.started or not thread.is_alive():
-                break
-            thread.join(0.01)
-        assert server.started, "the test server did not start"
-        base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        with httpx.Client(base_url=base_url, follow_redirects=True, timeout=30) as client:
+        with httpx.Client(base_url=server.url, follow_redirects=True, timeout=30) as client:
             yield client
     finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+        server.stop()
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -127,7 +116,7 @@ def app_client(
         config = resolve_config(data_dir=tmp_path_factory.mktemp("web-app"), database_url=database_url)
         state = build_state(config)
         info = _store_evaluations(state)
-        with _served(create_app(state=state)) as client:
+        with _served(state) as client:
             yield client, info
         state.close()
 
@@ -304,7 +293,7 @@ def test_blobs_in_s3_are_served_from_this_origin(
                         "content_type": "video/mp4", "size": 212, "key": "v/video.mp4", "metadata_key": "v/none",
                     }],
                 ))
-            with _served(create_app(state=state)) as client:
+            with _served(state) as client:
                 page = client.get("/evaluations/eval_s3").text
                 assert 'src="/evaluations/eval_s3/videos/video.mp4"' in page
                 part = client.get("/evaluations/eval_s3/videos/video.mp4", headers={"Range": "bytes=4-11"})

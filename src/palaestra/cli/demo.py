@@ -106,9 +106,10 @@ def _can_bind(host: str, port: int) -> bool:
 
 
 class EmbeddedScoreboard:
-    """The scoreboard app under uvicorn in a background thread of this process."""
+    """The scoreboard app under uvicorn in a background thread of this process (``app``: one
+    already built, e.g. on a state of the caller's; by default ``create_app(config)``)."""
 
-    def __init__(self, config: Any) -> None:
+    def __init__(self, config: Any, app: Any = None) -> None:
         import uvicorn
 
         from palaestra.scoreboard.server.app import KEEP_ALIVE_S, create_app
@@ -116,7 +117,7 @@ class EmbeddedScoreboard:
         self.config = config
         self.url = f"http://{_url_host(config.host)}:{config.port}"
         uv_config = uvicorn.Config(
-            create_app(config),
+            app or create_app(config),
             host=config.host,
             port=config.port,
             log_level="warning",

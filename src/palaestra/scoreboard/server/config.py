@@ -89,8 +89,11 @@ class ServerConfig:
             return True
         from sqlalchemy.engine import make_url
 
-        host = make_url(self.database_url).host
-        return host in LOCAL_HOSTS or (host or "").startswith("/")
+        url = make_url(self.database_url)
+        # Where libpq connects: the URL's host, else its ?host=, else $PGHOST, else a Unix socket.
+        host = url.host or url.query.get("host") or os.environ.get("PGHOST")
+        hosts = (host,) if host is None or isinstance(host, str) else tuple(host)  # ?host= repeated
+        return all(h in LOCAL_HOSTS or (h or "").startswith("/") for h in hosts)
 
     def max_upload_bytes(self, purpose: str) -> int:
         return self.max_video_archive_bytes if purpose == "video" else self.max_episode_batch_bytes
