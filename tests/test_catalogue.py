@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from palaestra import catalogue
@@ -16,10 +18,57 @@ def test_gymnasium_envs_carry_their_registry_threshold():
     )
 
 
-def test_2017_ids_that_no_longer_exist_keep_their_2017_threshold():
+def test_2017_ids_are_registered_with_their_2017_threshold_under_their_2017_group():
     entry = catalogue.lookup("FrozenLake-v0")
-    assert entry is not None and entry.reward_threshold == 0.78 and not entry.available
+    assert entry is not None and (entry.reward_threshold, entry.group, entry.available) == (0.78, "toy_text", True)
+    assert entry.legacy is not None and entry.legacy.successor == "FrozenLake-v1"
     assert catalogue.lookup("Copy-v0").group == "algorithmic"  # type: ignore[union-attr]
+    assert catalogue.lookup("OffSwitchCartpole-v0").group == "safety"  # type: ignore[union-attr]
+    assert catalogue.lookup("OneRoundDeterministicReward-v0").group == "debugging"  # type: ignore[union-attr]
+    retired = catalogue.lookup("ConvergenceControl-v0")
+    assert retired is not None and retired.group == "parameter_tuning" and not retired.available
+    assert "Keras" in str(retired.unavailable_reason)
+
+
+def test_acrobot_v1_is_judged_by_the_registry_that_recorded_the_run():
+    # 2017 had no threshold for Acrobot-v1: a gym 0.9 run is never "solved"; Gymnasium's is -100
+    assert catalogue.solving_criteria("Acrobot-v1", "0.9.4") == (100, None)
+    assert catalogue.solving_criteria("Acrobot-v1", "0.9.2") == (100, None)
+    assert catalogue.solving_criteria("Acrobot-v1", "1.1.1") == (100, -100.0)
+    assert catalogue.solving_criteria("Acrobot-v1", "0.26.3") == (100, -100.0)
+    assert catalogue.solving_criteria("Acrobot-v1") == (100, -100.0)  # no version: this installation's
+
+
+def test_a_2017_run_of_an_id_the_2017_registry_lacked_is_judged_by_todays():
+    assert catalogue.judged_by_2017_registry("0.9.4") and catalogue.judged_by_2017_registry("0.7.0")
+    assert not any(catalogue.judged_by_2017_registry(v) for v in ("0.10.5", "0.21.0", "1.0.0", "", None, "dev"))
+    assert catalogue.solving_criteria("FrozenLake-v1", "0.9.4") == (100, 0.7)
+    assert catalogue.solving_criteria("FrozenLake-v0", "0.9.4") == (100, 0.78)
+
+
+def _write_run(directory: Path, gym_version: str, rewards: list[float]) -> None:
+    """A training directory in the 2017 format, as the named gym wrote it."""
+    from palaestra.monitoring import files
+
+    directory.mkdir()
+    stats = "openaigym.episode_batch.0.1.stats.json"
+    files.atomic_write_json(directory / stats, {
+        "initial_reset_timestamp": 1000.0, "timestamps": [1001.0 + i for i in range(len(rewards))],
+        "episode_lengths": [80] * len(rewards), "episode_rewards": rewards, "episode_types": ["t"] * len(rewards),
+    })  # fmt: skip
+    env_info = {"env_id": "Acrobot-v1", "gym_version": gym_version}
+    files.atomic_write_json(directory / "openaigym.manifest.0.1.manifest.json", files.manifest_document(stats, [], env_info))
+
+
+def test_palaestra_results_judges_acrobot_by_the_gym_that_recorded_it(tmp_path: Path):
+    from palaestra.results_report import summarize
+
+    rewards = [-80.0] * 120
+    _write_run(tmp_path / "gym094", "0.9.4", rewards)
+    _write_run(tmp_path / "gymnasium", "1.1.1", rewards)
+    old, new = summarize(tmp_path / "gym094"), summarize(tmp_path / "gymnasium")
+    assert (old.reward_threshold, old.solved) == (None, False)
+    assert (new.reward_threshold, new.solved) == (-100.0, True)
 
 
 def test_unknown_env_is_unlisted_and_scored_without_threshold():

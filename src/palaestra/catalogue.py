@@ -2,8 +2,14 @@
 
 One source for ``palaestra envs``, ``palaestra results``, the benchmarks and the scoreboard. It is
 built from Gymnasium's registry (Gymnasium's own environments, ale-py's when installed, palaestra's
-board games) and completed with the 2017 facts (spec §4.5, §8.2) for ids that no longer exist, so
-that a 2017 training directory is still scored against its original threshold.
+board games and the 2017 registry of :mod:`palaestra.envs.legacy`), says which ids this installation
+can run (and what to install for the others), and keeps the 2017 facts of every 2017 id.
+
+**One rule for thresholds across eras** (:func:`solving_criteria`): a run is judged by the registry
+of the gym that recorded it, which its manifest's ``env_info["gym_version"]`` names. A run recorded
+by gym 0.9 or older is judged by the 2017 registry (``Acrobot-v1``: no threshold, never "solved");
+any other (Gymnasium, palaestra, gym 0.10 and later, or an unknown version) by this installation's
+registry (``Acrobot-v1``: -100).
 """
 
 from __future__ import annotations
@@ -15,7 +21,24 @@ from dataclasses import dataclass
 
 import gymnasium
 
+from palaestra.envs import engines, legacy
+from palaestra.envs.legacy import Env2017
 from palaestra.scoring import DEFAULT_TRIALS
+
+__all__ = [
+    "DEFAULT_TRIALS",
+    "GROUPS",
+    "GROUP_IDS",
+    "EnvEntry",
+    "Group",
+    "entries",
+    "group",
+    "judged_by_2017_registry",
+    "lookup",
+    "register_ale_py",
+    "solving_criteria",
+    "solving_rule",
+]
 
 
 @dataclass(frozen=True)
@@ -27,7 +50,7 @@ class Group:
 
 @dataclass(frozen=True)
 class EnvEntry:
-    """What the scoreboard knows about one env id."""
+    """What the catalogue knows about one env id, by this installation's registry."""
 
     env_id: str
     group: str
@@ -35,18 +58,27 @@ class EnvEntry:
     reward_threshold: float | None
     trials: int = DEFAULT_TRIALS
     max_episode_steps: int | None = None
-    #: registered in this installation's Gymnasium registry (can be made and run)
-    available: bool = True
+    #: why this installation cannot make the id (one line, with what to install), or ``None``
+    unavailable_reason: str | None = None
+    #: the id's row in the 2017 registry, for the ids gym 0.9 had
+    legacy: Env2017 | None = None
+
+    @property
+    def available(self) -> bool:
+        """Whether this installation can make and run the id."""
+        return self.unavailable_reason is None
 
     @property
     def solving_rule(self) -> str:
         """The solving rule in words, for pages and ``palaestra envs``."""
-        if self.reward_threshold is None:
-            return f"{self.env_id} is an unsolved environment: it has no reward threshold for solving."
-        return (
-            f"{self.env_id} defines solving as an average reward of {self.reward_threshold} "
-            f"over {self.trials} consecutive episodes."
-        )
+        return solving_rule(self.env_id, self.trials, self.reward_threshold)
+
+
+def solving_rule(env_id: str, trials: int, reward_threshold: float | None) -> str:
+    """A solving rule in words (also for an evaluation, with the rule it was judged by)."""
+    if reward_threshold is None:
+        return f"{env_id} is an unsolved environment: it has no reward threshold for solving."
+    return f"{env_id} defines solving as an average reward of {reward_threshold} over {trials} consecutive episodes."
 
 
 GROUPS: tuple[Group, ...] = (
@@ -56,7 +88,10 @@ GROUPS: tuple[Group, ...] = (
     Group("atari", "Atari", "Reach high scores in Atari 2600 games."),
     Group("box2d", "Box2D", "Continuous control tasks in the Box2D simulator."),
     Group("mujoco", "MuJoCo", "Continuous control tasks, running in a fast physics simulator."),
-    Group("algorithmic", "Algorithmic", "Learn to imitate computations (2017 environments)."),
+    Group("algorithmic", "Algorithmic", "Learn to imitate computations."),
+    Group("safety", "Safety", "Environments to test various AI safety properties."),
+    Group("parameter_tuning", "Parameter tuning", "Tune parameters of costly experiments to obtain better outcomes."),
+    Group("debugging", "Debugging", "Tiny environments with a known optimal policy, to check a learning algorithm."),
     Group("other", "Other", "Other environments registered with Gymnasium."),
 )
 GROUP_IDS = tuple(g.id for g in GROUPS)
@@ -94,48 +129,44 @@ _SUMMARIES = {
     "Go19x19": "The ancient game of Go, played on a 19x19 board.",
     "Hex9x9": "Hex played on a 9x9 board.",
     "Hex11x11": "Hex played on an 11x11 board.",
-}
-
-# 2017 ids (spec §8.2) that today's registries no longer have, with their group and threshold.
-_HISTORICAL: dict[str, tuple[str, float | None, int | None]] = {
-    "Copy-v0": ("algorithmic", 25.0, 200),
-    "RepeatCopy-v0": ("algorithmic", 75.0, 200),
-    "ReversedAddition-v0": ("algorithmic", 25.0, 200),
-    "ReversedAddition3-v0": ("algorithmic", 25.0, 200),
-    "DuplicatedInput-v0": ("algorithmic", 9.0, 200),
-    "Reverse-v0": ("algorithmic", 25.0, 200),
-    "CartPole-v0": ("classic_control", 195.0, 200),
-    "CartPole-v1": ("classic_control", 475.0, 500),
-    "MountainCar-v0": ("classic_control", -110.0, 200),
-    "MountainCarContinuous-v0": ("classic_control", 90.0, 999),
-    "Pendulum-v0": ("classic_control", None, 200),
-    "Acrobot-v1": ("classic_control", None, 500),
-    "LunarLander-v2": ("box2d", 200.0, 1000),
-    "LunarLanderContinuous-v2": ("box2d", 200.0, 1000),
-    "BipedalWalker-v2": ("box2d", 300.0, 1600),
-    "BipedalWalkerHardcore-v2": ("box2d", 300.0, 2000),
-    "CarRacing-v0": ("box2d", 900.0, 1000),
-    "FrozenLake-v0": ("toy_text", 0.78, 100),
-    "FrozenLake8x8-v0": ("toy_text", 0.99, 200),
-    "Taxi-v2": ("toy_text", 8.0, 200),
-    "Blackjack-v0": ("toy_text", None, None),
-    "Roulette-v0": ("toy_text", None, 100),
-    "NChain-v0": ("toy_text", None, 1000),
-    "GuessingGame-v0": ("toy_text", None, 200),
-    "HotterColder-v0": ("toy_text", None, 200),
-    "Reacher-v1": ("mujoco", -3.75, 50),
-    "InvertedPendulum-v1": ("mujoco", 950.0, 1000),
-    "InvertedDoublePendulum-v1": ("mujoco", 9100.0, 1000),
-    "HalfCheetah-v1": ("mujoco", 4800.0, 1000),
-    "Hopper-v1": ("mujoco", 3800.0, 1000),
-    "Swimmer-v1": ("mujoco", 360.0, 1000),
-    "Walker2d-v1": ("mujoco", None, 1000),
-    "Ant-v1": ("mujoco", 6000.0, 1000),
-    "Humanoid-v1": ("mujoco", None, 1000),
-    "HumanoidStandup-v1": ("mujoco", None, 1000),
-    "Go9x9-v0": ("board_game", None, None),
-    "Go19x19-v0": ("board_game", None, None),
-    "Hex9x9-v0": ("board_game", None, None),
+    "Copy": "Copy symbols from the input tape.",
+    "RepeatCopy": "Copy symbols from the input tape multiple times.",
+    "DuplicatedInput": "Copy and deduplicate data from the input tape.",
+    "ReversedAddition": "Learn to add multi-digit numbers.",
+    "ReversedAddition3": "Learn to add three multi-digit numbers.",
+    "Reverse": "Reverse the symbols on the input tape.",
+    "KellyCoinflip": "Bet on a biased coin for 300 rounds, the Kelly criterion way.",
+    "KellyCoinflipGeneralized": "Bet on a biased coin whose bias, cap and length are hidden.",
+    "NChain": "Walk a chain of states for a large reward at its end, or go back for a small one.",
+    "Roulette": "Learn a winning strategy for playing roulette.",
+    "GuessingGame": "Guess close to a randomly selected number.",
+    "HotterColder": "Guess close to a randomly selected number using hints.",
+    "Reacher": "Make a 2D robot reach to a randomly located target.",
+    "Pusher": "Make a robot arm push an object to a goal.",
+    "Thrower": "Make a robot arm throw a ball to a goal.",
+    "Striker": "Make a robot arm strike a ball to a goal.",
+    "InvertedPendulum": "Balance a pole on a cart.",
+    "InvertedDoublePendulum": "Balance a pole on a pole on a cart.",
+    "HalfCheetah": "Make a 2D cheetah robot run.",
+    "Hopper": "Make a 2D robot hop.",
+    "Swimmer": "Make a 2D robot swim.",
+    "Walker2d": "Make a 2D robot walk.",
+    "Ant": "Make a 3D four-legged robot walk.",
+    "Humanoid": "Make a 3D two-legged robot walk.",
+    "HumanoidStandup": "Make a 3D two-legged robot stand up.",
+    "ConvergenceControl": "Adjust the training parameters of a deep CNN classifier at every epoch.",
+    "CNNClassifierTraining": "Select the architecture and training parameters of a deep CNN classifier.",
+    "PredictActionsCartpole": "Earn a bonus for saying what you will do before you act.",
+    "PredictObsCartpole": "Earn a bonus for saying what you expect to observe.",
+    "OffSwitchCartpole": "Remain indifferent to being turned off.",
+    "OffSwitchCartpoleProb": "Remain indifferent to being turned off (half of the time).",
+    "SemisuperPendulumNoise": "Pendulum with a noisy reward.",
+    "SemisuperPendulumRandom": "Pendulum with the reward observed 10% of the steps.",
+    "SemisuperPendulumDecay": "Pendulum with the reward observed less often over time.",
+    "OneRoundDeterministicReward": "One action, a known deterministic reward.",
+    "TwoRoundDeterministicReward": "Two actions, a known deterministic reward.",
+    "OneRoundNondeterministicReward": "One action, a known random reward.",
+    "TwoRoundNondeterministicReward": "Two actions, a known random reward.",
 }
 
 _VERSION_RE = re.compile(r"^(?:(?P<ns>[\w:-]+)/)?(?P<name>[\w:.-]+?)(?:-v(?P<version>\d+))?$")
@@ -154,7 +185,7 @@ def register_ale_py() -> bool:
 
 def _import_env_providers() -> None:
     """Make sure every provider's ids are in Gymnasium's registry before the catalogue is built."""
-    import palaestra.envs  # noqa: F401  (registers Go and Hex)
+    import palaestra.envs  # noqa: F401  (registers Go, Hex and the 2017 registry)
 
     register_ale_py()
 
@@ -178,24 +209,54 @@ def _summary(env_id: str, group: str) -> str:
     return ""
 
 
+def _unavailable_reason(env_id: str, entry_point: object, row: Env2017 | None) -> str | None:
+    """Why this installation cannot make ``env_id`` (without importing its code), or ``None``."""
+    if row is not None and row.unavailable:
+        return row.unavailable
+    if not isinstance(entry_point, str):
+        # Gymnasium registers some ids only to explain that they are gone (mujoco-py, shimmy).
+        if getattr(entry_point, "__module__", "").startswith("gymnasium.envs") and getattr(
+            entry_point, "__name__", ""
+        ).startswith("_raise"):
+            try:
+                entry_point()  # type: ignore[operator]  # it raises Gymnasium's explanation
+            except Exception as exc:
+                return f"Gymnasium registers {env_id} only to explain: {str(exc).splitlines()[0]}"
+        return None
+    if row is not None and entry_point.startswith(legacy.SUCCESSORS_MODULE):
+        if row.requires:
+            return engines.missing(row.requires, env_id)
+        if row.successor and row.successor not in gymnasium.registry:
+            return f"made by Gymnasium's {row.successor}, which this Gymnasium does not register"
+        return None
+    extra = engines.extra_for(entry_point)
+    return engines.missing(extra, env_id) if extra else None
+
+
 @functools.cache
 def _catalogue() -> dict[str, EnvEntry]:
     _import_env_providers()
     entries: dict[str, EnvEntry] = {}
     for env_id, spec in gymnasium.registry.items():
-        group = _group_of(spec.entry_point)
+        row = legacy.row(env_id)
+        group = row.group if row is not None else _group_of(spec.entry_point)
         entries[env_id] = EnvEntry(
             env_id=env_id,
             group=group,
             summary=_summary(env_id, group),
             reward_threshold=spec.reward_threshold,
+            trials=row.trials if row is not None else DEFAULT_TRIALS,
             max_episode_steps=spec.max_episode_steps,
+            unavailable_reason=_unavailable_reason(env_id, spec.entry_point, row),
+            legacy=row,
         )
-    for env_id, (group, threshold, steps) in _HISTORICAL.items():
-        if env_id not in entries:
-            entries[env_id] = EnvEntry(
-                env_id=env_id, group=group, summary=_summary(env_id, group), reward_threshold=threshold,
-                max_episode_steps=steps, available=False,
+    for row in legacy.rows():  # rows a provider did not register (Atari without ale-py)
+        if row.id not in entries:
+            reason = (engines.missing(row.requires, row.id) if row.requires else None) or "not registered here"
+            entries[row.id] = EnvEntry(
+                env_id=row.id, group=row.group, summary=_summary(row.id, row.group),
+                reward_threshold=row.reward_threshold, trials=row.trials, max_episode_steps=row.max_episode_steps,
+                unavailable_reason=reason, legacy=row,
             )
     return entries
 
@@ -224,8 +285,28 @@ def group(group_id: str) -> Group:
     raise ValueError(f"Unknown group {group_id!r}; groups are: {', '.join(GROUP_IDS)}")
 
 
-def solving_criteria(env_id: str) -> tuple[int, float | None]:
-    """``(trials, reward_threshold)`` for scoring ``env_id`` (100 and ``None`` when unlisted)."""
+def judged_by_2017_registry(gym_version: str | None) -> bool:
+    """Whether a run that ``gym_version`` recorded is judged by the 2017 registry: gym before 0.10.
+
+    (gym 0.9.x is the registry palaestra reproduces; older releases are taken to agree with it.
+    Gymnasium's versions start at 0.26, after gym's last, so a version alone says which registry.)
+    """
+    if not gym_version:
+        return False
+    match = re.match(r"^\s*(\d+)\.(\d+)", gym_version)
+    return match is not None and (int(match.group(1)), int(match.group(2))) < (0, 10)
+
+
+def solving_criteria(env_id: str, gym_version: str | None = None) -> tuple[int, float | None]:
+    """``(trials, reward_threshold)`` that judge a run of ``env_id`` recorded by ``gym_version``.
+
+    The one rule for every era (the module docstring): the 2017 registry's for a run of gym 0.9 or
+    older, this installation's otherwise; ``(100, None)`` for an id neither knows.
+    """
+    if judged_by_2017_registry(gym_version):
+        row = legacy.row(env_id)
+        if row is not None:
+            return row.trials, row.reward_threshold
     entry = lookup(env_id)
     if entry is None:
         return DEFAULT_TRIALS, None

@@ -29,6 +29,10 @@ class DependencyNotInstalled(Error, gymnasium.error.DependencyNotInstalled):
     """An optional dependency or external binary (ffmpeg, gnugo, ale-py, ...) is missing."""
 
 
+class RetiredEnv(Error):
+    """A 2017 environment id that no maintained code can make any more; the message says why."""
+
+
 class InvalidFrame(Error):
     """A rendered frame that the video encoder cannot take (wrong type, shape or dtype)."""
 

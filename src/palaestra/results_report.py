@@ -71,7 +71,8 @@ def summarize(directory: str | os.PathLike[str]) -> ResultsSummary:
 
     results = load_results(directory)
     env_id = str(results["env_info"].get("env_id"))
-    trials, threshold = solving_criteria(env_id)
+    # judged by the registry of the gym that recorded it (2017's for a gym 0.9 directory)
+    trials, threshold = solving_criteria(env_id, results["env_info"].get("gym_version"))
     stats = score_results(results, trials=trials, reward_threshold=threshold)
     types = results.get("episode_types") or ["t"] * len(results["episode_rewards"])
     n_eval = sum(1 for t in types if t == "e")

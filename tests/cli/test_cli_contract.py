@@ -184,9 +184,14 @@ def test_envs_lists_ids_by_group_with_threshold_and_trials() -> None:
     assert re.search(r"^\s+Hex9x9-v0\s", groups["board_game"], re.M)
     for env_id in ("Pong-v0", "PongNoFrameskip-v4", "ALE/Pong-v5"):
         assert re.search(rf"^\s+{re.escape(env_id)}\s", groups["atari"], re.M), env_id
-    # 2017 ids that nothing registers now only with --all
-    assert "Copy-v0" not in result.stdout
-    assert "Copy-v0" in palaestra("envs", "--all").stdout
+    # the 2017 ids under their 2017 groups, marked, with what makes them and their 2017 rule
+    assert re.search(r"^\s+Copy-v0\s+25\.0\s+100\s.*\(2017 id\)$", groups["algorithmic"], re.M)
+    assert re.search(r"^\s+FrozenLake-v0\s+0\.78\s.*made by FrozenLake-v1's code", groups["toy_text"], re.M)
+    assert re.search(r"^\s+Acrobot-v1\s+-100\.0\s.*2017 runs: threshold -\)$", groups["classic_control"], re.M)
+    assert re.search(r"^\s+OffSwitchCartpole-v0\s", groups["safety"], re.M)
+    # what cannot run here only with --all, with why
+    assert "Thrower-v0" not in result.stdout
+    assert re.search(r"^\s+Thrower-v0\s.*cannot run here: Thrower-v0 has no successor", palaestra("envs", "--all").stdout, re.M)
 
 
 def test_envs_group_filter() -> None:

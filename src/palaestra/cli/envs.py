@@ -14,7 +14,9 @@ def register(subparsers: Any) -> None:
         help="list environment ids by scoreboard group",
         description="List the environment ids this installation can run, by scoreboard group, with "
         "the reward threshold and the number of consecutive episodes (trials) that define 'solved'. "
-        "Atari ids appear once ale-py is installed (pip install 'palaestra[atari]').",
+        "The ids of the 2017 registry are marked; --all also lists the ids that cannot run here, with "
+        "the reason and what to install (Atari: pip install 'palaestra[atari]', MuJoCo: "
+        "'palaestra[mujoco]', Box2D: 'palaestra[box2d]').",
     )
     parser.add_argument(
         "--group", choices=GROUP_IDS, metavar="GROUP", help=f"only this group: {', '.join(GROUP_IDS)}"
@@ -22,19 +24,41 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--all",
         action="store_true",
-        help="also list 2017 ids that no installed package registers any more (still scored by the scoreboard)",
+        help="also list the ids this installation cannot run, with why (the scoreboard still scores them)",
     )
     parser.set_defaults(handler=run)
+
+
+def _threshold(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if float(value).is_integer() else f"{value:g}"
+
+
+def _note(entry: Any) -> str:
+    notes = []
+    row = entry.legacy
+    if row is not None:
+        made_by = f", made by {row.made_by}" if row.successor and row.successor != entry.env_id else ""
+        # a 2017 run of it is judged by 2017's threshold (catalogue.solving_criteria)
+        era = f"; 2017 runs: threshold {_threshold(row.reward_threshold)}" if row.reward_threshold != entry.reward_threshold else ""
+        notes.append(f"(2017 id{made_by}{era})")
+    if entry.unavailable_reason:
+        notes.append(f"-- cannot run here: {entry.unavailable_reason}")
+    return " ".join(notes)
 
 
 def run(args: argparse.Namespace) -> int:
     from palaestra import catalogue
 
-    entries = catalogue.entries(args.group, include_unavailable=args.all)
+    everything = catalogue.entries(args.group, include_unavailable=True)
+    entries = everything if args.all else [e for e in everything if e.available]
     if not entries:
-        print(f"No environments in group {args.group!r} in this installation.")
+        print(f"No environments in group {args.group!r} that this installation can run.")
         if args.group == "atari":
             print("Atari environments need ale-py: pip install 'palaestra[atari]'")
+        elif everything:
+            print("palaestra envs --all lists them with what to install.")
         return 0
     width = max(len(e.env_id) for e in entries) + 2
     current = None
@@ -46,9 +70,9 @@ def run(args: argparse.Namespace) -> int:
             group = catalogue.group(entry.group)
             print(f"{group.name} ({group.id}): {group.description}")
             print(f"  {'ENV ID':<{width}}{'THRESHOLD':>10}  {'TRIALS':>6}  SUMMARY")
-        threshold = "-" if entry.reward_threshold is None else f"{entry.reward_threshold:g}"
-        if entry.reward_threshold is not None and float(entry.reward_threshold).is_integer():
-            threshold = f"{entry.reward_threshold:.1f}"
-        note = "" if entry.available else " (2017 id, not installed)"
-        print(f"  {entry.env_id:<{width}}{threshold:>10}  {entry.trials:>6}  {entry.summary}{note}".rstrip())
+        line = f"  {entry.env_id:<{width}}{_threshold(entry.reward_threshold):>10}  {entry.trials:>6}  {entry.summary}"
+        print(f"{line} {_note(entry)}".rstrip())
+    hidden = len(everything) - len(entries)
+    if hidden:
+        print(f"\n{hidden} more ids cannot run in this installation: palaestra envs --all lists them, with why.")
     return 0

@@ -13,6 +13,8 @@ Registration is cheap: entry points are strings, so OpenSpiel and the board-game
 
 Every constructor argument can be overridden: ``gymnasium.make("Go9x9-v0", opponent="mcts:200")``.
 
+The other ids of the 2017 registry are registered by :mod:`palaestra.envs.legacy`.
+
 With PettingZoo 1.27 or newer installed, the two-player versions of the same games are registered in
 its registry too, under the ``palaestra`` namespace: ``pettingzoo.make("aec", "palaestra/Go9x9-v0")``
 (``palaestra.envs.board.pettingzoo``).
@@ -97,5 +99,9 @@ def _register_two_player_games() -> None:
 
 
 _register_two_player_games()
+
+# The rest of the 2017 registry (algorithmic, toy text, safety, debugging, and the ids today's
+# Gymnasium code makes); after the board games, which it skips as already registered.
+import palaestra.envs.legacy  # noqa: E402, F401
 
 __all__ = ["BOARD_GAME_IDS", "GO_ENTRY_POINT", "HEX_ENTRY_POINT"]

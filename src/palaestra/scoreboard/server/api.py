@@ -1067,7 +1067,7 @@ def _create_evaluation(
             }
         videos = list((video_ingest or {}).get("videos", []))
 
-    scored = score_batch(batch, body.env)
+    scored = score_batch(batch, body.env, body.gym_version)
     evaluation_id = new_id("evaluation")
     batch_key = None
     bench_score = None

@@ -8,7 +8,8 @@
   the ffmpeg that imageio-ffmpeg ships) and must hold a video stream; every JSON recording and
   metadata file must parse.
 - Scoring: :func:`palaestra.scoring.score_results` and :func:`palaestra.scoring.compute_graph_stats`
-  with the env's ``trials`` and ``reward_threshold`` from :mod:`palaestra.catalogue`.
+  with the env's ``trials`` and ``reward_threshold`` from :mod:`palaestra.catalogue`, by the registry
+  of the gym that recorded the run (``gym_version``; 2017's for gym 0.9).
 
 Errors are :class:`IngestError` with the HTTP status and the offending parameter.
 """
@@ -464,11 +465,13 @@ class EvaluationScoring:
         }
 
 
-def score_batch(batch: protocol.EpisodeBatch | None, env_id: str | None) -> EvaluationScoring:
-    """Score an evaluation's episodes against its env's ``trials`` and ``reward_threshold``."""
+def score_batch(
+    batch: protocol.EpisodeBatch | None, env_id: str | None, gym_version: str | None = None
+) -> EvaluationScoring:
+    """Score an evaluation's episodes against its env's ``trials`` and ``reward_threshold``, by the
+    registry of the gym that recorded it (:func:`palaestra.catalogue.solving_criteria`)."""
     entry = catalogue.lookup(env_id) if env_id else None
-    trials = entry.trials if entry else scoring.DEFAULT_TRIALS
-    threshold = entry.reward_threshold if entry else None
+    trials, threshold = catalogue.solving_criteria(env_id, gym_version) if env_id else (scoring.DEFAULT_TRIALS, None)
     if batch is None:
         stats = scoring.score_from_merged([], [], None, [], None, trials=trials, reward_threshold=threshold)
         graph = None

@@ -190,7 +190,8 @@ def _detail(request: Request, found: Any) -> EvaluationDetail:
         writeup=ev.writeup or found.algorithm_writeup,
         gym_version=ev.gym_version,
         benchmark_run_id=found.benchmark_run_id,
-        rule=entry.solving_rule if entry is not None else None,
+        # the rule the evaluation was judged by (its era's), not necessarily today's
+        rule=catalogue.solving_rule(ev.env_id, ev.trials, ev.reward_threshold) if entry is not None else None,
         trials=ev.trials,
         reward_threshold=ev.reward_threshold,
         solved=bool(ev.solved),
