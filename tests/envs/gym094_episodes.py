@@ -210,7 +210,9 @@ def play_in_palaestra() -> list[Plan]:
     for env_id, seed, n_episodes, player, max_steps in (
         ("FrozenLake-v0", 13, 12, _random_action, 100), ("FrozenLake8x8-v0", 14, 6, _random_action, 200),
         ("Taxi-v2", 15, 4, _random_action, 200), ("CliffWalking-v0", 16, 2, _random_action, 100),
-        ("Pendulum-v0", 18, 1, _swing, 200),
+        ("Pendulum-v0", 18, 1, _swing, 200), ("CartPole-v0", 19, 5, _random_action, 200),
+        ("CartPole-v1", 20, 3, _random_action, 500), ("MountainCar-v0", 21, 1, _random_action, 200),
+        ("MountainCarContinuous-v0", 22, 1, _swing, 300), ("Acrobot-v1", 23, 1, _random_action, 200),
     ):
         env = gymnasium.make(env_id)
         env.unwrapped._np_random = random_state_2017(seed)[0]  # type: ignore[attr-defined]  # see the module doc

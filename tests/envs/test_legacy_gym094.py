@@ -25,7 +25,8 @@ EPISODE_IDS = (
     "KellyCoinflip-v0", "KellyCoinflipGeneralized-v0", "NChain-v0", "Roulette-v0", "GuessingGame-v0",
     "HotterColder-v0", "OneRoundDeterministicReward-v0", "OneRoundNondeterministicReward-v0",
     "TwoRoundDeterministicReward-v0", "TwoRoundNondeterministicReward-v0", "FrozenLake-v0", "FrozenLake8x8-v0",
-    "Taxi-v2", "CliffWalking-v0", "Pendulum-v0", "Hex9x9-v0",
+    "Taxi-v2", "CliffWalking-v0", "Pendulum-v0", "CartPole-v0", "CartPole-v1", "MountainCar-v0",
+    "MountainCarContinuous-v0", "Acrobot-v1", "Hex9x9-v0",
 )  # fmt: skip
 
 #: palaestra registers Go with GNU Go until Pachi comes (issue 14, part B); compared once it plays Pachi
