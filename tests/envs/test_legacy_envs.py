@@ -203,7 +203,7 @@ def test_the_decaying_reward_fades_over_the_life_of_the_env_not_per_episode() ->
 
 
 def test_kelly_coinflip_pays_the_final_wealth_one_step_after_the_last_round() -> None:
-    env = gymnasium.make("KellyCoinflip-v0", max_rounds=3)
+    env = gymnasium.make("KellyCoinflip-v0", maxRounds=3)  # 2017's argument names
     obs, _ = env.reset(seed=0)
     rewards = [env.step(0)[1] for _ in range(3)]
     obs, reward, terminated, _, _ = env.step(0)

@@ -23,7 +23,7 @@ from gymnasium.envs.registration import register, registry
 
 from palaestra.envs.legacy.table import GROUPS_2017, ROWS, Env2017
 
-__all__ = ["GROUPS_2017", "SUCCESSORS_MODULE", "Env2017", "register_rows", "row", "rows"]
+__all__ = ["GROUPS_2017", "SUCCESSORS_MODULE", "Env2017", "register_rows", "registration", "row", "rows"]
 
 #: entry points ``palaestra.envs.legacy.successors:<2017 id>`` resolve to today's code, or say why not
 SUCCESSORS_MODULE = "palaestra.envs.legacy.successors"

@@ -76,21 +76,21 @@ class KellyCoinflipEnv(_ToyText):
 
     metadata: dict[str, Any] = {"render_modes": ["human", "ansi"], "render_fps": 2}  # 2017: 0.5 s a frame
 
-    def __init__(
-        self, initial_wealth: float = 25.0, edge: float = 0.6, max_wealth: float = 250.0, max_rounds: int = 300,
+    def __init__(  # 2017's argument names
+        self, initialWealth: float = 25.0, edge: float = 0.6, maxWealth: float = 250.0, maxRounds: int = 300,
         render_mode: str | None = None,
     ) -> None:
         self._check_render_mode(render_mode)
-        self.action_space = spaces.Discrete(int(max_wealth * 100))  # bets in cents
+        self.action_space = spaces.Discrete(int(maxWealth * 100))  # bets in cents
         self.observation_space = spaces.Tuple(
-            (spaces.Box(0, max_wealth, (1,), dtype=np.float64), spaces.Discrete(max_rounds + 1))
+            (spaces.Box(0, maxWealth, (1,), dtype=np.float64), spaces.Discrete(maxRounds + 1))
         )
         self.edge = edge
-        self.initial_wealth = initial_wealth
-        self.max_wealth = max_wealth
-        self.max_rounds = max_rounds
-        self.wealth = initial_wealth
-        self.rounds = max_rounds
+        self.initial_wealth = initialWealth
+        self.max_wealth = maxWealth
+        self.max_rounds = maxRounds
+        self.wealth = initialWealth
+        self.rounds = maxRounds
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         self._seed_2017(seed)
@@ -145,15 +145,15 @@ class KellyCoinflipGeneralizedEnv(KellyCoinflipEnv):
     environment's seeded generator, before the game's coin flips.
     """
 
-    def __init__(
-        self, initial_wealth: float = 25.0, edge_prior_alpha: float = 7, edge_prior_beta: float = 3,
-        max_wealth_alpha: float = 5.0, max_wealth_m: float = 200.0, max_rounds_mean: float = 300.0,
-        max_rounds_sd: float = 25.0, render_mode: str | None = None,
+    def __init__(  # 2017's argument names
+        self, initialWealth: float = 25.0, edgePriorAlpha: float = 7, edgePriorBeta: float = 3,
+        maxWealthAlpha: float = 5.0, maxWealthM: float = 200.0, maxRoundsMean: float = 300.0,
+        maxRoundsSD: float = 25.0, render_mode: str | None = None,
     ) -> None:
-        super().__init__(initial_wealth=float(initial_wealth), render_mode=render_mode)
-        self.edge_prior = (edge_prior_alpha, edge_prior_beta)
-        self.max_wealth_prior = (max_wealth_alpha, max_wealth_m)
-        self.max_rounds_prior = (max_rounds_mean, max_rounds_sd)
+        super().__init__(initialWealth=float(initialWealth), render_mode=render_mode)
+        self.edge_prior = (edgePriorAlpha, edgePriorBeta)
+        self.max_wealth_prior = (maxWealthAlpha, maxWealthM)
+        self.max_rounds_prior = (maxRoundsMean, maxRoundsSD)
         self._set_game(edge=0.6, max_wealth=250.0, max_rounds=300)
 
     def _set_game(self, edge: float, max_wealth: float, max_rounds: int) -> None:
