@@ -81,7 +81,8 @@ def test_list(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["benchmark", "list"]) == 0
     listing = capsys.readouterr().out
     assert "Atari40M" in listing and "MinecraftImpossible-v0" in listing
-    assert "unavailable: Pendulum-v0; run ClassicControl-v1 today" in listing
+    assert "ClassicControl-v0        ClipTo01ThenAverage  4 tasks  (available)" in listing
+    assert "unavailable: MinecraftDefaultWorld1-v0)" in listing
     assert main(["benchmark", "list", "--json"]) == 0
     as_json = json.loads(capsys.readouterr().out)
     assert len(as_json) >= 17 and {"id", "tasks", "unavailable", "current_equivalent"} <= set(as_json[0])

@@ -2,9 +2,10 @@
 
 The 2017 definitions are kept exactly as written, ids, floors, ceilings and budgets included (also
 ``Mujoco10M-v0``'s 1,000,000 steps and ``PrivateEyeNoFrameskip-v4``'s floor above its ceiling), so
-that 2017 runs score as they did. Their env ids that no longer exist (Pendulum-v0, the MuJoCo ``-v1``
-ids, all of Minecraft) stay in the definitions; :meth:`Benchmark.unavailable_env_ids` names them and
-the runner skips them.
+that 2017 runs score as they did, and they run on the 2017 env ids that palaestra registers
+(:mod:`palaestra.envs.legacy`: ``Pendulum-v0``, and the MuJoCo ``-v1`` ids where MuJoCo is
+installed). Env ids that no installation can make (all of Minecraft) stay in the definitions;
+:meth:`Benchmark.unavailable_env_ids` names them and the runner skips them.
 
 Current equivalents re-create a 2017 benchmark with today's env ids and the same tasks, floors,
 ceilings and budgets (``equivalent_of`` names the original):

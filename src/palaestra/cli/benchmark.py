@@ -195,10 +195,7 @@ def _list(args: argparse.Namespace) -> int:
                 note = ""
                 if bench.equivalent_of:
                     note = f"; today's {bench.equivalent_of}"
-                elif bench.id in CURRENT_EQUIVALENTS and CURRENT_EQUIVALENTS[bench.id] not in (
-                    bench.id,
-                    None,
-                ):
+                elif unavailable and CURRENT_EQUIVALENTS.get(bench.id) not in (bench.id, None):
                     note = f"; run {CURRENT_EQUIVALENTS[bench.id]} today"
                 print(
                     f"  {bench.id:<24} {type(bench.scorer).__name__:<20} {len(bench.tasks)} tasks  "
