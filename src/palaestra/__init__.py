@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 import palaestra.envs  # noqa: F401  (registers palaestra's environments with Gymnasium)
-from palaestra.monitoring import Monitor, load_results
+from palaestra.monitoring import Monitor, VectorMonitor, load_results
 
 if TYPE_CHECKING:
     from palaestra.benchmarks import benchmark_spec
@@ -32,4 +32,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'palaestra' has no attribute {name!r}")
 
 
-__all__ = ["Monitor", "__version__", "benchmark_spec", "load_results", "upload"]
+__all__ = ["Monitor", "VectorMonitor", "__version__", "benchmark_spec", "load_results", "upload"]

@@ -26,13 +26,17 @@ def play(env: gym.Env[Any, Any], episodes: int, seed: int = 0) -> list[int]:
 
 
 class CountingEnv(gym.Env[np.ndarray, int]):
-    """Episodes of exactly ``length`` steps, reward 1 per step; terminates (or truncates) at the end."""
+    """Episodes of exactly ``length`` steps, reward 1 per step; terminates (or truncates) at the end.
 
-    metadata: dict[str, Any] = {"render_modes": []}
+    With ``render_mode="ansi"`` each frame is ``"t=<steps so far>\n"``.
+    """
 
-    def __init__(self, length: int = 3, truncate: bool = False) -> None:
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(self, length: int = 3, truncate: bool = False, render_mode: str | None = None) -> None:
         self.length = length
         self.truncate = truncate
+        self.render_mode = render_mode
         self.observation_space = spaces.Box(0, np.inf, (1,), np.float32)
         self.action_space = spaces.Discrete(2)
         self.t = 0
@@ -47,6 +51,9 @@ class CountingEnv(gym.Env[np.ndarray, int]):
         self.t += 1
         end = self.t >= self.length
         return np.full(1, self.t, np.float32), 1.0, end and not self.truncate, end and self.truncate, {}
+
+    def render(self) -> str | None:
+        return f"t={self.t}\n" if self.render_mode == "ansi" else None
 
     def close(self) -> None:
         self.closed = True

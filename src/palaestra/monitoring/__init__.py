@@ -1,4 +1,5 @@
-"""Recording: the Monitor, its statistics, videos, schedules and loading (spec §3)."""
+"""Recording: the Monitor (of one env or of a vector env), its statistics, videos, schedules and
+loading (spec §3)."""
 
 from palaestra.monitoring.files import (
     clear_monitor_files,
@@ -14,7 +15,8 @@ from palaestra.monitoring.results import (
     merge_stats_files,
 )
 from palaestra.monitoring.schedules import capped_cubic_video_schedule, disable_videos, every_episode
-from palaestra.monitoring.stats import StatsRecorder
+from palaestra.monitoring.stats import StatsRecorder, VectorStatsRecorder
+from palaestra.monitoring.vector import VectorMonitor
 
 
 def __getattr__(name: str) -> object:
@@ -30,6 +32,8 @@ __all__ = [
     "Monitor",
     "Results",
     "StatsRecorder",
+    "VectorMonitor",
+    "VectorStatsRecorder",
     "VideoRecorder",
     "capped_cubic_video_schedule",
     "clear_monitor_files",

@@ -10,8 +10,15 @@ it; ``load_results`` reads a journal that a killed process left behind.
 
 Layout (little-endian): a 64-byte header ``b"PALJRNL1"``, record count (u64), initial reset
 timestamp (f64, NaN when unset); then 32-byte records: end timestamp (f64), reward (f64), length
-(i64), kind (u8: 0 training episode, 1 evaluation episode, 2 abandoned steps), truncated (u8).
-The count is written after the record, so a record torn by a kill is never counted.
+(i64), kind (u8: 0 training episode, 1 evaluation episode, 2 abandoned steps), truncated (u8), two
+pad bytes, source (u32). The count is written after the records, so a record torn by a kill is
+never counted.
+
+``source`` is the sub-environment of a vector Monitor, which keeps one journal for all of its
+sub-environments (each has its own stats file and manifest; the manifest names the journal and the
+source, see :func:`palaestra.monitoring.files.manifest_document`): one memory map for any number of
+sub-environments, and the episodes that end in one vector step are appended with one copy. The
+single Monitor's records have source 0 (journals written before the field existed hold 0 there).
 """
 
 from __future__ import annotations
@@ -26,12 +33,12 @@ import numpy as np
 
 MAGIC = b"PALJRNL1"
 HEADER_SIZE = 64
-RECORD = struct.Struct("<ddqBB6x")
+RECORD = struct.Struct("<ddqBB2xI")
 RECORD_SIZE = RECORD.size
 _COUNT = struct.Struct("<Q")
 _INITIAL = struct.Struct("<d")
 RECORD_DTYPE = np.dtype(
-    [("t", "<f8"), ("r", "<f8"), ("l", "<i8"), ("kind", "u1"), ("truncated", "u1"), ("pad", "V6")]
+    [("t", "<f8"), ("r", "<f8"), ("l", "<i8"), ("kind", "u1"), ("truncated", "u1"), ("pad", "V2"), ("source", "<u4")]
 )
 KIND_BY_TYPE = {"t": 0, "e": 1}
 TYPE_BY_KIND = {0: "t", 1: "e"}
@@ -40,7 +47,11 @@ INITIAL_CAPACITY = 1024
 
 
 class JournalWriter:
-    """Appends records to a journal file through a shared memory mapping."""
+    """Appends records to a journal file through a shared memory mapping.
+
+    One record at a time with :meth:`append` (the Monitor), or a batch written straight into the
+    mapping (the vector Monitor): ``i = reserve(n)``, fill ``columns[field][i:i + n]``, ``commit(n)``.
+    """
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -51,26 +62,70 @@ class JournalWriter:
         self._map[0:8] = MAGIC
         _INITIAL.pack_into(self._map, 16, math.nan)
         self.count = 0
+        #: Each field of every record slot in the mapping, as a numpy array (valid until the next
+        #: ``reserve``, which may remap the file: look it up again after each).
+        self.columns: dict[str, np.ndarray] = {}
+        self._map_columns()
 
     def set_initial_reset_timestamp(self, timestamp: float) -> None:
         _INITIAL.pack_into(self._map, 16, timestamp)
 
-    def append(self, timestamp: float, reward: float, length: int, kind: int, truncated: bool) -> None:
+    def append(
+        self, timestamp: float, reward: float, length: int, kind: int, truncated: bool, source: int = 0
+    ) -> None:
         if self.count == self._capacity:
-            self._grow()
-        RECORD.pack_into(self._map, HEADER_SIZE + self.count * RECORD_SIZE, timestamp, reward, length, kind, truncated)
+            self._grow(self.count + 1)
+        RECORD.pack_into(
+            self._map, HEADER_SIZE + self.count * RECORD_SIZE, timestamp, reward, length, kind, truncated, source
+        )
         self.count += 1
         _COUNT.pack_into(self._map, 8, self.count)
 
-    def _grow(self) -> None:
-        self._capacity *= 2
+    def reserve(self, n: int) -> int:
+        """Make room for ``n`` more records; the index of the first, to fill through :attr:`columns`."""
+        if self.count + n > self._capacity:
+            self._grow(self.count + n)
+        return self.count
+
+    def commit(self, n: int) -> None:
+        """Count the ``n`` records filled in since :meth:`reserve` (after they are written, so that a
+        kill in between leaves them uncounted)."""
+        self.count += n
+        _COUNT.pack_into(self._map, 8, self.count)
+
+    def append_records(self, records: np.ndarray) -> None:
+        """Append an array of :data:`RECORD_DTYPE` records with one copy."""
+        n = len(records)
+        start = self.reserve(n)
+        self._records[start : start + n] = records
+        self.commit(n)
+
+    def records(self) -> np.ndarray:
+        """A copy of every record appended so far."""
+        return self._records[: self.count].copy()
+
+    def _map_columns(self) -> None:
+        self._records = np.frombuffer(self._map, RECORD_DTYPE, self._capacity, HEADER_SIZE)
+        self.columns = {name: self._records[name] for name in ("t", "r", "l", "kind", "truncated", "source")}
+
+    def _unmap_columns(self) -> None:
+        # numpy views keep the mapping exported, and an exported mmap can be neither resized nor closed.
+        self.columns = {}
+        del self._records
+
+    def _grow(self, needed: int) -> None:
+        while self._capacity < needed:
+            self._capacity *= 2
         size = HEADER_SIZE + self._capacity * RECORD_SIZE
+        self._unmap_columns()
         os.ftruncate(self._fd, size)
         self._map.resize(size)
+        self._map_columns()
 
     def close(self, delete: bool = True) -> None:
         if self._fd < 0:
             return
+        self._unmap_columns()
         self._map.close()
         os.close(self._fd)
         self._fd = -1
@@ -78,8 +133,8 @@ class JournalWriter:
             os.unlink(self.path)
 
 
-def read_journal(path: str) -> dict[str, Any]:
-    """The stats document held by a journal (the same keys as a stats file)."""
+def read_journal_records(path: str) -> tuple[float | None, np.ndarray]:
+    """The initial reset timestamp and the counted records of a journal file."""
     with open(path, "rb") as f:
         raw = f.read()
     if len(raw) < HEADER_SIZE or raw[:8] != MAGIC:
@@ -88,10 +143,15 @@ def read_journal(path: str) -> dict[str, Any]:
     (initial,) = _INITIAL.unpack_from(raw, 16)
     count = min(count, (len(raw) - HEADER_SIZE) // RECORD_SIZE)
     records = np.frombuffer(raw, RECORD_DTYPE, count, HEADER_SIZE)
+    return (None if math.isnan(initial) else initial), records
+
+
+def stats_document(initial_reset_timestamp: float | None, records: np.ndarray) -> dict[str, Any]:
+    """The stats document (the keys of a stats file) of one source's records, in journal order."""
     episodes = records[records["kind"] != KIND_ABANDONED]
     abandoned = records[records["kind"] == KIND_ABANDONED]
     return {
-        "initial_reset_timestamp": None if math.isnan(initial) else initial,
+        "initial_reset_timestamp": initial_reset_timestamp,
         "timestamps": episodes["t"].tolist(),
         "episode_lengths": episodes["l"].tolist(),
         "episode_rewards": episodes["r"].tolist(),
@@ -100,3 +160,23 @@ def read_journal(path: str) -> dict[str, Any]:
         "abandoned_steps": abandoned["l"].tolist(),
         "abandoned_timestamps": abandoned["t"].tolist(),
     }
+
+
+def split_by_source(records: np.ndarray) -> dict[int, np.ndarray]:
+    """Each source's records, in journal order (one stable sort, however many sources)."""
+    if not len(records):
+        return {}
+    order = np.argsort(records["source"], kind="stable")
+    ordered = records[order]
+    sources, starts = np.unique(ordered["source"], return_index=True)
+    bounds = [*starts.tolist()[1:], len(ordered)]
+    return {int(s): ordered[a:b] for s, a, b in zip(sources.tolist(), starts.tolist(), bounds)}
+
+
+def read_journal(path: str, source: int | None = None) -> dict[str, Any]:
+    """The stats document held by a journal (the same keys as a stats file): every record, or only
+    those of ``source`` (a vector Monitor's sub-environment)."""
+    initial, records = read_journal_records(path)
+    if source is not None:
+        records = records[records["source"] == source]
+    return stats_document(initial, records)

@@ -3,6 +3,9 @@
 The 2017 semantics (spec §3.1-3.4) on today's API, with its most complained-about behaviour fixed:
 resetting before an episode ends is allowed (the abandoned episode is not a completed episode, but
 its steps still count), and the directory is loadable at every moment, not only after ``close()``.
+
+``Monitor(vector_env, ...)`` returns a :class:`~palaestra.monitoring.vector.VectorMonitor`, which
+records every sub-environment of a ``gymnasium.vector.VectorEnv`` with the same arguments.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import os
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any, SupportsFloat
+from typing import Any, Protocol, SupportsFloat
 
 import gymnasium
 from gymnasium.core import ActType, ObsType
@@ -30,16 +33,24 @@ VIDEO_RENDER_MODES = ("rgb_array", "rgb_array_list", "ansi")
 MODES = {"training": "t", "evaluation": "e"}
 
 
+class OpenMonitor(Protocol):
+    """What the registry knows of a Monitor (a :class:`Monitor` or a ``VectorMonitor``)."""
+
+    directory: str
+
+    def close(self) -> None: ...
+
+
 class _MonitorRegistry:
     """Process-wide registry of open monitors (the 2017 ``monitor_closer``), closed at exit."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._next_id = -1
-        self._monitors: weakref.WeakValueDictionary[int, Monitor] = weakref.WeakValueDictionary()
+        self._monitors: weakref.WeakValueDictionary[int, OpenMonitor] = weakref.WeakValueDictionary()
         atexit.register(self.close_all)
 
-    def register(self, monitor: Monitor) -> int:
+    def register(self, monitor: OpenMonitor) -> int:
         with self._lock:
             self._next_id += 1
             self._monitors[self._next_id] = monitor
@@ -49,7 +60,7 @@ class _MonitorRegistry:
         with self._lock:
             self._monitors.pop(monitor_id, None)
 
-    def open_monitors(self) -> list[Monitor]:
+    def open_monitors(self) -> list[OpenMonitor]:
         with self._lock:
             return list(self._monitors.values())
 
@@ -64,12 +75,12 @@ class _MonitorRegistry:
 _registry = _MonitorRegistry()
 
 
-def open_monitors() -> list[Monitor]:
-    """The Monitors of this process that have not been closed yet."""
+def open_monitors() -> list[OpenMonitor]:
+    """The Monitors (single and vector) of this process that have not been closed yet."""
     return _registry.open_monitors()
 
 
-def _normalise_video_callable(video_callable: VideoSchedule | bool | None) -> VideoSchedule:
+def normalise_video_callable(video_callable: VideoSchedule | bool | None) -> VideoSchedule:
     if video_callable is None:
         return capped_cubic_video_schedule
     if video_callable is False:
@@ -82,7 +93,7 @@ def _normalise_video_callable(video_callable: VideoSchedule | bool | None) -> Vi
     return video_callable
 
 
-def _episode_type(mode: str | None) -> str:
+def episode_type_of(mode: str | None) -> str:
     if mode is None:
         return "t"
     if mode not in MODES:
@@ -90,13 +101,31 @@ def _episode_type(mode: str | None) -> str:
     return MODES[mode]
 
 
-def env_info_for(env: gymnasium.Env[Any, Any]) -> dict[str, Any]:
-    """The ``env_info`` written to every manifest; identical for every monitor of one env id."""
+def env_info_for(env: gymnasium.Env[Any, Any] | Any) -> dict[str, Any]:
+    """The ``env_info`` written to every manifest; identical for every monitor of one env id (an env
+    and a vector env of the same id have the same ``env_info``)."""
     info: dict[str, Any] = {"gym_version": gymnasium.__version__, "palaestra_version": palaestra.__version__}
     spec = env.spec
     if spec is not None:
         info["env_id"] = spec.id
     return info
+
+
+def video_mode_for(render_mode: str | None, env_id: str | None) -> str | None:
+    """The render mode the Monitor records videos in (``None``: no videos, with a line saying why)."""
+    if render_mode in VIDEO_RENDER_MODES:
+        if render_mode != "ansi" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+            # pygame-rendered envs initialise SDL's video, which prints "XDG_RUNTIME_DIR is invalid"
+            # on a machine with no display; off-screen frames need no display driver.
+            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        return render_mode
+    logger.info(
+        "Monitor: videos are off for %s because its render_mode is %r; create the environment with "
+        "render_mode='rgb_array' (mp4) or 'ansi' (terminal recording) to record videos.",
+        env_id,
+        render_mode,
+    )
+    return None
 
 
 def prepare_directory(directory: str | os.PathLike[str], force: bool = False, resume: bool = False) -> str:
@@ -133,7 +162,17 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         mode: ``'training'`` (episode type ``'t'``, the default) or ``'evaluation'`` (``'e'``).
 
     Closing the Monitor writes the final stats and manifest and closes the wrapped environment.
+
+    Given a ``gymnasium.vector.VectorEnv``, ``Monitor(...)`` returns a
+    :class:`~palaestra.monitoring.vector.VectorMonitor` (same arguments, plus ``video_envs``).
     """
+
+    def __new__(cls, env: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(env, gymnasium.vector.VectorEnv):
+            from palaestra.monitoring.vector import VectorMonitor
+
+            return VectorMonitor(env, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -148,8 +187,8 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     ) -> None:
         super().__init__(env)
         self.enabled = False
-        self.video_callable = _normalise_video_callable(video_callable)
-        episode_type = _episode_type(mode)
+        self.video_callable = normalise_video_callable(video_callable)
+        episode_type = episode_type_of(mode)
         self.directory = prepare_directory(directory, force=force, resume=resume)
         self.env_info = env_info_for(env)
         self.env_id = self.env_info.get("env_id")
@@ -282,7 +321,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     # -- 2017 helpers ---------------------------------------------------------------------------------
     def set_monitor_mode(self, mode: str) -> None:
         """Switch between ``'training'`` and ``'evaluation'``; takes effect at the next reset."""
-        self.stats_recorder.type = _episode_type(mode)
+        self.stats_recorder.type = episode_type_of(mode)
 
     def get_total_steps(self) -> int:
         """Every step taken, including those of episodes reset before they ended."""
@@ -328,20 +367,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     def _choose_video_mode(self) -> str | None:
         if self.video_callable is disable_videos:
             return None
-        render_mode = getattr(self.env, "render_mode", None)
-        if render_mode in VIDEO_RENDER_MODES:
-            if render_mode != "ansi" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-                # pygame-rendered envs initialise SDL's video, which prints "XDG_RUNTIME_DIR is invalid"
-                # on a machine with no display; off-screen frames need no display driver.
-                os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-            return render_mode
-        logger.info(
-            "Monitor: videos are off for %s because its render_mode is %r; create the environment with "
-            "render_mode='rgb_array' (mp4) or 'ansi' (terminal recording) to record videos.",
-            self.env_id,
-            render_mode,
-        )
-        return None
+        return video_mode_for(getattr(self.env, "render_mode", None), self.env_id)
 
     def _start_video_recorder(self) -> None:
         if self._video_mode is None or not self.video_callable(self.episode_id):

@@ -11,7 +11,16 @@ import numpy as np
 
 from palaestra.errors import ResultsError
 from palaestra.monitoring import files
-from palaestra.monitoring.journal import read_journal
+from palaestra.monitoring.journal import (
+    RECORD_DTYPE,
+    read_journal,
+    read_journal_records,
+    split_by_source,
+    stats_document,
+)
+
+#: A vector Monitor's sub-environment: (the shared journal's path, the sub-environment's source index).
+JournalSource = tuple[str, int]
 
 
 class Results(TypedDict):
@@ -38,23 +47,44 @@ class Results(TypedDict):
     total_steps: int
 
 
-def read_stats_file(path: str) -> dict[str, Any]:
-    """Read one stats file (or the journal a killed Monitor left beside it) and check its shape."""
-    journal = files.journal_path(path)
+def read_stats_file(
+    path: str, journal: JournalSource | None = None, _journals: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Read one stats file (or the journal a killed Monitor left beside it) and check its shape.
+
+    ``journal`` names a vector Monitor's shared journal and the source index of this stats file's
+    sub-environment (what its manifest says); without it the journal is the one beside the file.
+    """
     doc: dict[str, Any] | None = None
     if os.path.exists(path):
         doc = _read_json_file(path, "stats file")
-    if os.path.exists(journal):
+    journal_file = journal[0] if journal is not None else files.journal_path(path)
+    if os.path.exists(journal_file):
         try:
-            from_journal = read_journal(journal)
+            if journal is None:
+                from_journal = read_journal(journal_file)
+            else:
+                from_journal = _journal_source(journal_file, journal[1], _journals)
         except (OSError, ValueError) as e:
-            raise ResultsError(f"Episode journal {journal} cannot be read: {e}") from None
+            raise ResultsError(f"Episode journal {journal_file} cannot be read: {e}") from None
         if doc is None or _size(from_journal) > _size(doc):
             doc = from_journal
     if doc is None:
         raise ResultsError(f"Stats file {path} named by a manifest does not exist")
     _check_stats(doc, path)
     return doc
+
+
+def _journal_source(path: str, source: int, cache: dict[str, Any] | None) -> dict[str, Any]:
+    """One source's document of a shared journal, splitting the journal once per ``cache``."""
+    if cache is None:
+        return read_journal(path, source)
+    if path not in cache:
+        initial, records = read_journal_records(path)
+        cache[path] = (initial, split_by_source(records))
+    initial, by_source = cache[path]
+    records = by_source.get(source)
+    return stats_document(initial, records if records is not None else np.zeros(0, RECORD_DTYPE))
 
 
 def _size(doc: dict[str, Any]) -> int:
@@ -152,6 +182,7 @@ def load_results(training_dir: str | os.PathLike[str]) -> Results:
     training_dir = os.path.abspath(os.fspath(training_dir))
     manifests = _read_manifests(training_dir)
     stats_files: list[str] = []
+    journals: list[JournalSource | None] = []
     videos: list[tuple[str, str]] = []
     env_infos = []
     for path in manifests:
@@ -161,18 +192,37 @@ def load_results(training_dir: str | os.PathLike[str]) -> Results:
         if "env_info" not in manifest:
             raise ResultsError(f"Manifest {path} has no env_info")
         stats_files.append(os.path.join(training_dir, manifest["stats"]))
+        journals.append(_manifest_journal(manifest, path, training_dir))
         for pair in manifest.get("videos") or []:
             if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
                 raise ResultsError(f"Manifest {path} has a malformed video entry {pair!r}")
             videos.append((os.path.join(training_dir, pair[0]), os.path.join(training_dir, pair[1])))
         env_infos.append(manifest["env_info"])
     env_info = collapse_env_infos(env_infos, training_dir)
-    merged = merge_stats_files(stats_files)
+    merged = merge_stats_files(stats_files, journals)
     return Results(manifests=manifests, env_info=env_info, videos=videos, **merged)  # type: ignore[typeddict-item]
 
 
-def merge_stats_files(stats_files: list[str]) -> dict[str, Any]:
+def _manifest_journal(manifest: dict[str, Any], path: str, training_dir: str) -> JournalSource | None:
+    """The shared journal a vector Monitor's manifest names (see ``files.manifest_document``)."""
+    journal = manifest.get("journal")
+    if journal is None:
+        return None
+    name = journal.get("file") if isinstance(journal, dict) else None
+    source = journal.get("source") if isinstance(journal, dict) else None
+    if not isinstance(name, str) or os.path.basename(name) != name or not isinstance(source, int) or source < 0:
+        raise ResultsError(
+            f"Manifest {path} has a malformed journal entry {journal!r}: it must be "
+            '{"file": <a file name in the directory>, "source": <a sub-environment index>}'
+        )
+    return os.path.join(training_dir, name), source
+
+
+def merge_stats_files(stats_files: list[str], journals: list[JournalSource | None] | None = None) -> dict[str, Any]:
     """Merge stats files the 2017 way, with two defects fixed.
+
+    ``journals`` gives, for each stats file of a vector Monitor's sub-environment, the shared journal
+    and the sub-environment's source index in it (``None`` for the others).
 
     * ``data_sources[k]`` indexes ``initial_reset_timestamps`` (2017 advanced the index over empty
       files too, so the two lists could disagree).
@@ -188,8 +238,9 @@ def merge_stats_files(stats_files: list[str]) -> dict[str, Any]:
     initial_resets: list[float] = []
     abandoned: list[tuple[float, int]] = []
     any_types = False
-    for path in stats_files:
-        doc = read_stats_file(path)
+    journal_cache: dict[str, Any] = {}
+    for path, journal in zip(stats_files, journals or [None] * len(stats_files), strict=True):
+        doc = read_stats_file(path, journal, journal_cache)
         abandoned.extend(zip(doc.get("abandoned_timestamps") or [], doc.get("abandoned_steps") or []))
         n = len(doc["timestamps"])
         if n == 0:

@@ -10,6 +10,9 @@ palaestra adds keys that the 2017 loader ignores: ``episode_truncated`` (whether
 by truncation rather than termination) and ``abandoned_steps``/``abandoned_timestamps`` (episodes
 reset before they ended: not completed episodes, but their steps count toward ``total_steps`` and
 benchmark step budgets).
+
+:class:`StatsRecorder` serves the Monitor of one environment; :class:`VectorStatsRecorder` the
+vector Monitor, which writes the same stats file for each sub-environment from one shared journal.
 """
 
 from __future__ import annotations
@@ -18,9 +21,18 @@ import os
 import time
 from typing import Any
 
+import numpy as np
+
 from palaestra.errors import MonitorError
 from palaestra.monitoring import files
-from palaestra.monitoring.journal import KIND_ABANDONED, KIND_BY_TYPE, JournalWriter
+from palaestra.monitoring.journal import (
+    KIND_ABANDONED,
+    KIND_BY_TYPE,
+    RECORD_DTYPE,
+    JournalWriter,
+    split_by_source,
+    stats_document,
+)
 
 EPISODE_TYPES = ("t", "e")
 
@@ -166,3 +178,165 @@ class StatsRecorder:
             # A journal left by a killed process: fold it into the stats file before appending more.
             files.atomic_write_json(self.path, self.document())
             os.unlink(self.journal_path)
+
+
+class VectorStatsRecorder:
+    """Episode statistics of a vector Monitor: one stats file per sub-environment, one journal.
+
+    Every sub-environment is its own data source (its own 2017 stats file and manifest), so every
+    2017 reader merges them as it merges several monitors. While the Monitor is open, the episodes
+    of all sub-environments go to one memory-mapped journal (each record tagged with its
+    sub-environment), written straight into the mapping field by field, one numpy assignment per
+    field however many episodes ended in the step. ``close()`` writes every stats file and removes
+    the journal.
+
+    Args:
+        directory: the training directory.
+        infixes: each sub-environment's file infix (``files.sub_env_infix``).
+        journal_name: the shared journal's file name (``files.vector_journal_name``).
+    """
+
+    def __init__(self, directory: str, infixes: list[str], journal_name: str) -> None:
+        self.paths = [os.path.join(directory, files.stats_name(infix)) for infix in infixes]
+        self.journal_path = os.path.join(directory, journal_name)
+        self.initial_reset_timestamp: float | None = None
+        self.closed = False
+        self._writer: JournalWriter | None = None
+        self._existing = np.zeros(0, RECORD_DTYPE)
+        # The completed episodes' rewards and lengths, read from the records as they are asked for.
+        self._rewards: list[float] = []
+        self._lengths: list[int] = []
+        self._listed = 0
+        self._load_existing()
+
+    @property
+    def journaling(self) -> bool:
+        """Whether the shared journal is open (from the first reset to ``close()``)."""
+        return self._writer is not None
+
+    def start(self) -> None:
+        """At the first reset: note its time, open the journal and write every (empty) stats file."""
+        if self.initial_reset_timestamp is None:
+            self.initial_reset_timestamp = time.time()
+        if self._writer is None and not self.closed:
+            self._writer = JournalWriter(self.journal_path)
+            self._writer.set_initial_reset_timestamp(self.initial_reset_timestamp)
+            if len(self._existing):
+                self._writer.append_records(self._existing)
+        self.flush()
+
+    def record_episodes(
+        self, sources: np.ndarray, lengths: Any, rewards: Any, kinds: Any, truncated: Any, timestamp: float
+    ) -> None:
+        """Append the episodes of sub-environments ``sources`` that ended at ``timestamp`` (the other
+        arguments are arrays like ``sources``, or one value for all)."""
+        writer = self._writer
+        if writer is None:
+            return
+        n = len(sources)
+        i = writer.reserve(n)
+        j = i + n
+        columns = writer.columns
+        columns["t"][i:j] = timestamp
+        columns["r"][i:j] = rewards
+        columns["l"][i:j] = lengths
+        columns["kind"][i:j] = kinds
+        columns["truncated"][i:j] = truncated
+        columns["source"][i:j] = sources
+        writer.commit(n)
+
+    def record_abandoned(self, sources: np.ndarray, steps: np.ndarray) -> None:
+        """Episodes reset before they ended: not completed episodes, but their steps count."""
+        if len(sources):
+            self.record_episodes(sources, steps, 0.0, KIND_ABANDONED, False, time.time())
+
+    @property
+    def episode_rewards(self) -> list[float]:
+        """The completed episodes' returns, all sub-environments, in the order they ended."""
+        self._list_new_records()
+        return self._rewards
+
+    @property
+    def episode_lengths(self) -> list[int]:
+        self._list_new_records()
+        return self._lengths
+
+    @property
+    def total_steps(self) -> int:
+        """Steps of the completed and the abandoned episodes (O(history): for reports, not loops)."""
+        return int(self._all_records()["l"].sum())
+
+    def documents(self) -> list[dict[str, Any]]:
+        """Each sub-environment's stats document, in sub-environment order."""
+        by_source = split_by_source(self._all_records())
+        empty = np.zeros(0, RECORD_DTYPE)
+        return [stats_document(self.initial_reset_timestamp, by_source.get(k, empty)) for k in range(len(self.paths))]
+
+    def flush(self) -> None:
+        """Rewrite every stats file atomically (O(history))."""
+        if self.closed:
+            return
+        for path, document in zip(self.paths, self.documents(), strict=True):
+            files.atomic_write_json(path, document)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.flush()
+        self._existing = self._all_records()
+        self.closed = True
+        if self._writer is not None:
+            self._writer.close(delete=True)
+            self._writer = None
+
+    def _all_records(self) -> np.ndarray:
+        return self._writer.records() if self._writer is not None else self._existing
+
+    def _list_new_records(self) -> None:
+        count = self._writer.count if self._writer is not None else len(self._existing)
+        if count == self._listed:
+            return
+        records = self._all_records()[self._listed : count]
+        episodes = records[records["kind"] != KIND_ABANDONED]
+        self._rewards += episodes["r"].tolist()
+        self._lengths += episodes["l"].tolist()
+        self._listed = count
+
+    def _load_existing(self) -> None:
+        """Resuming into infixes that already have stats files (the same uid): keep their episodes,
+        folding in the journal a killed process left."""
+        from palaestra.monitoring.results import read_stats_file
+
+        cache: dict[str, Any] = {}
+        parts = []
+        for source, path in enumerate(self.paths):
+            if not os.path.exists(path):  # written at the first reset, before any journal record
+                continue
+            doc = read_stats_file(path, (self.journal_path, source), cache)
+            self.initial_reset_timestamp = self.initial_reset_timestamp or doc.get("initial_reset_timestamp")
+            parts.append(_records_of(doc, source))
+        if parts:
+            existing = np.concatenate(parts)
+            self._existing = existing[np.argsort(existing["t"], kind="stable")]
+        if os.path.exists(self.journal_path):
+            for path, document in zip(self.paths, self.documents(), strict=True):
+                files.atomic_write_json(path, document)
+            os.unlink(self.journal_path)
+
+
+def _records_of(doc: dict[str, Any], source: int) -> np.ndarray:
+    """A stats document as journal records of ``source``."""
+    n = len(doc["timestamps"])
+    abandoned = doc.get("abandoned_steps") or []
+    records = np.zeros(n + len(abandoned), RECORD_DTYPE)
+    records["source"] = source
+    episodes, rest = records[:n], records[n:]
+    episodes["t"] = doc["timestamps"]
+    episodes["r"] = doc["episode_rewards"]
+    episodes["l"] = doc["episode_lengths"]
+    episodes["kind"] = [KIND_BY_TYPE[t] for t in (doc.get("episode_types") or ["t"] * n)[:n]]
+    episodes["truncated"] = (list(doc.get("episode_truncated") or []) + [False] * n)[:n]
+    rest["t"] = doc.get("abandoned_timestamps") or [0.0] * len(abandoned)
+    rest["l"] = abandoned
+    rest["kind"] = KIND_ABANDONED
+    return records

@@ -62,7 +62,7 @@ import time
 import weakref
 from fractions import Fraction
 from functools import lru_cache
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import gymnasium
 import numpy as np
@@ -578,6 +578,16 @@ class TextEncoder:
 
 
 # -- the recorder --------------------------------------------------------------------------------------
+class FrameSource(Protocol):
+    """What the recorder needs of an environment: a Gymnasium env, or one sub-environment of a vector
+    env (see :mod:`palaestra.monitoring.vector`)."""
+
+    render_mode: str | None
+    metadata: dict[str, Any]
+
+    def render(self) -> Any: ...
+
+
 _live_recorders: weakref.WeakSet[VideoRecorder] = weakref.WeakSet()
 
 
@@ -611,7 +621,7 @@ class VideoRecorder:
 
     def __init__(
         self,
-        env: gymnasium.Env[Any, Any],
+        env: gymnasium.Env[Any, Any] | FrameSource,
         base_path: str,
         metadata: dict[str, Any] | None = None,
         enabled: bool = True,

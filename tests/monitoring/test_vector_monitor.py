@@ -1,0 +1,388 @@
+"""The vector Monitor: one Monitor over a gymnasium VectorEnv, in every autoreset mode, with real
+SyncVectorEnv/AsyncVectorEnv/vector_entry_point envs, crash safety, resume and videos."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
+from gymnasium.wrappers.vector import RecordEpisodeStatistics
+from monitoring_helpers import register_counting_env
+
+import palaestra
+from palaestra.errors import MonitorError, ResetNeeded, ResultsError
+from palaestra.monitoring import VectorMonitor, files, open_monitors
+
+MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
+
+
+def counting_envs(lengths, mode=AutoresetMode.NEXT_STEP, render_mode=None, cls=SyncVectorEnv, **kwargs):
+    """A vector env whose sub-environment k plays episodes of exactly ``lengths[k]`` steps, reward 1 each."""
+    env_id = register_counting_env()
+    fns = [lambda n=n: gym.make(env_id, length=n, render_mode=render_mode) for n in lengths]
+    return cls(fns, autoreset_mode=mode, **kwargs)
+
+
+def step_n(envs, n):
+    actions = np.zeros(envs.num_envs, np.int64)
+    for _ in range(n):
+        envs.step(actions)
+
+
+def per_source(results):
+    """Each data source's episode lengths, in the order they ended."""
+    found: dict[int, list[int]] = {}
+    for source, length in zip(results["data_sources"], results["episode_lengths"]):
+        found.setdefault(source, []).append(length)
+    return found
+
+
+def test_monitor_of_a_make_vec_env_just_works_and_writes_one_manifest_and_stats_file_per_sub_env(tmp_path):
+    envs = palaestra.Monitor(gym.make_vec("CartPole-v1", num_envs=3), tmp_path, video_callable=False, uid="u")
+    assert isinstance(envs, VectorMonitor)
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+    for _ in range(100):
+        envs.step(envs.action_space.sample())
+    envs.close()
+    names = sorted(os.listdir(tmp_path))
+    infix = envs.file_infix
+    assert infix.endswith(".u")
+    assert names == sorted(
+        [f"openaigym.episode_batch.{infix}-{k}.stats.json" for k in range(3)]
+        + [f"openaigym.manifest.{infix}-{k}.manifest.json" for k in range(3)]
+    )
+    manifest = json.loads((tmp_path / f"openaigym.manifest.{infix}-1.manifest.json").read_text())
+    assert list(manifest) == ["stats", "videos", "env_info"]  # the journal key goes at close
+    assert manifest["stats"] == f"openaigym.episode_batch.{infix}-1.stats.json"
+    assert manifest["env_info"]["env_id"] == "CartPole-v1"
+    results = palaestra.load_results(tmp_path)
+    assert len(results["manifests"]) == 3 and sorted(set(results["data_sources"])) == [0, 1, 2]
+    assert results["timestamps"] == sorted(results["timestamps"])
+    assert results["episode_lengths"] == envs.get_episode_lengths()
+    assert results["episode_rewards"] == [float(n) for n in results["episode_lengths"]]
+    # 300 env-steps minus one autoreset step after each of the episodes but the last ones
+    assert sum(results["episode_lengths"]) <= envs.get_total_steps() <= 300
+
+
+def test_sub_environment_infixes_are_zero_padded_so_names_sort_in_sub_environment_order(tmp_path):
+    envs = palaestra.Monitor(counting_envs([2] * 11), tmp_path, uid="u")
+    envs.reset()
+    envs.close()
+    stats = sorted(n for n in os.listdir(tmp_path) if n.endswith(".stats.json"))
+    assert [n.split("-")[-1] for n in stats] == [f"{k:02d}.stats.json" for k in range(11)]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_every_sub_environments_episodes_are_recorded_exactly_under_each_autoreset_mode(tmp_path, mode):
+    lengths = [2, 3, 5]
+    envs = palaestra.Monitor(counting_envs(lengths, mode), tmp_path)
+    envs.reset(seed=0)
+    step_n(envs, 30)
+    envs.close()
+    results = palaestra.load_results(tmp_path)
+    # same-step: an episode every L steps; next-step: one more step for the reset in between
+    period = {AutoresetMode.SAME_STEP: 0, AutoresetMode.NEXT_STEP: 1}[mode]
+    expected = {k: [n] * ((30 + period) // (n + period)) for k, n in enumerate(lengths)}
+    assert per_source(results) == expected
+    assert results["episode_rewards"] == [float(n) for n in results["episode_lengths"]]
+    assert results["episode_truncated"] == [False] * len(results["episode_lengths"])
+    assert results["timestamps"] == sorted(results["timestamps"])
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
+def test_the_episodes_are_those_gymnasiums_record_episode_statistics_reports_in_the_order_they_ended(tmp_path, mode):
+    stats = RecordEpisodeStatistics(SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 4, autoreset_mode=mode))
+    envs = palaestra.Monitor(stats, tmp_path, video_callable=False)
+    envs.reset(seed=3)
+    envs.action_space.seed(3)
+    reported: list[tuple[float, int]] = []
+    for _ in range(400):
+        *_, info = envs.step(envs.action_space.sample())
+        if "episode" in info:
+            for k in np.flatnonzero(info["_episode"]):
+                reported.append((float(info["episode"]["r"][k]), int(info["episode"]["l"][k])))
+    envs.close()
+    results = palaestra.load_results(tmp_path)
+    assert list(zip(results["episode_rewards"], results["episode_lengths"])) == reported
+    assert len(reported) > 20
+
+
+def test_truncated_episodes_are_told_apart_from_terminated_ones(tmp_path):
+    env_id = register_counting_env()
+    fns = [lambda: gym.make(env_id, length=2), lambda: gym.make(env_id, length=3, truncate=True)]
+    envs = palaestra.Monitor(SyncVectorEnv(fns), tmp_path)
+    envs.reset()
+    step_n(envs, 8)
+    envs.close()
+    results = palaestra.load_results(tmp_path)
+    truncated = {(s, t) for s, t in zip(results["data_sources"], results["episode_truncated"])}
+    assert truncated == {(0, False), (1, True)}
+
+
+def test_with_autoreset_disabled_a_finished_sub_environment_must_be_reset_before_the_next_step(tmp_path):
+    envs = palaestra.Monitor(counting_envs([2, 4], AutoresetMode.DISABLED), tmp_path)
+    envs.reset()
+    step_n(envs, 2)  # sub-env 0 has finished
+    with pytest.raises(ResetNeeded, match=r"Sub-environments \[0\].*reset_mask"):
+        envs.step(np.zeros(2, np.int64))
+    envs.reset(options={"reset_mask": np.array([True, False])})
+    step_n(envs, 2)  # both finish: sub-env 0 its second episode, sub-env 1 its first
+    envs.reset(options={"reset_mask": np.array([True, True])})
+    step_n(envs, 1)
+    envs.reset(options={"reset_mask": np.array([False, True])})  # abandons sub-env 1's 1-step episode
+    assert envs.get_total_steps() == 2 + 2 + 4 + 1 + 1  # sub-env 0's running episode: 1 step
+    envs.close()
+    results = palaestra.load_results(tmp_path)
+    assert per_source(results) == {0: [2, 2], 1: [4]}
+    assert results["abandoned_steps"] == [1]
+    assert results["total_steps"] == 9
+
+
+def test_a_reset_before_the_end_abandons_every_running_episode_but_counts_its_steps(tmp_path):
+    envs = palaestra.Monitor(counting_envs([3, 5]), tmp_path)
+    envs.reset()
+    step_n(envs, 4)  # sub-env 0: a 3-step episode, then the reset step; sub-env 1: 4 steps running
+    envs.reset()
+    step_n(envs, 2)
+    assert envs.get_total_steps() == 3 + 4 + 2 * 2
+    envs.close()
+    results = palaestra.load_results(tmp_path)
+    assert results["episode_lengths"] == [3]
+    assert results["abandoned_steps"] == [4]
+    assert results["total_steps"] == 7
+
+
+def test_a_masked_reset_in_next_step_mode_restarts_only_the_masked_sub_environments(tmp_path):
+    envs = palaestra.Monitor(counting_envs([2, 3]), tmp_path)
+    envs.reset()
+    step_n(envs, 2)  # sub-env 0 finished (its reset is due at the next step); sub-env 1 at 2 steps
+    envs.reset(options={"reset_mask": np.array([True, False])})
+    step_n(envs, 1)  # sub-env 0: a real step of its new episode; sub-env 1 finishes
+    step_n(envs, 2)  # sub-env 0 finishes its second episode; sub-env 1 resets, then steps
+    envs.close()
+    assert per_source(palaestra.load_results(tmp_path)) == {0: [2, 2], 1: [3]}
+
+
+def test_training_and_evaluation_modes_apply_to_the_episodes_that_start_after_the_switch(tmp_path):
+    envs = palaestra.Monitor(counting_envs([2, 3], AutoresetMode.SAME_STEP), tmp_path, mode="evaluation")
+    envs.reset()
+    step_n(envs, 3)  # episodes end: sub-env 0 at step 2, sub-env 1 at step 3
+    envs.set_monitor_mode("training")
+    step_n(envs, 6)  # the episodes running at the switch (ending at steps 4 and 6) stay evaluation
+    envs.close()
+    results = palaestra.load_results(tmp_path)
+    assert list(zip(results["data_sources"], results["episode_types"])) == [
+        (0, "e"), (1, "e"), (0, "e"), (0, "t"), (1, "e"), (0, "t"), (1, "t"),
+    ]
+
+
+@pytest.mark.parametrize("shared_memory", [True, False], ids=["shared-memory", "pipes"])
+def test_async_vector_env_records_the_same_episodes_as_sync(tmp_path, shared_memory):
+    lengths = [2, 3, 4]
+    for name, cls, kwargs in [("sync", SyncVectorEnv, {}), ("async", AsyncVectorEnv, {"shared_memory": shared_memory})]:
+        envs = palaestra.Monitor(counting_envs(lengths, cls=cls, **kwargs), tmp_path / name)
+        envs.reset(seed=0)
+        step_n(envs, 20)
+        envs.close()
+    assert per_source(palaestra.load_results(tmp_path / "async")) == per_source(
+        palaestra.load_results(tmp_path / "sync")
+    )
+
+
+def test_a_vector_entry_point_env_is_recorded(tmp_path):
+    inner = gym.make_vec("CartPole-v1", num_envs=8, vectorization_mode="vector_entry_point")
+    stats = RecordEpisodeStatistics(inner)
+    envs = palaestra.Monitor(stats, tmp_path, video_callable=False)
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+    reported = []
+    for _ in range(200):
+        *_, info = envs.step(envs.action_space.sample())
+        if "episode" in info:
+            reported += info["episode"]["l"][info["_episode"]].tolist()
+    envs.close()
+    results = palaestra.load_results(tmp_path)
+    assert results["env_info"]["env_id"] == "CartPole-v1"
+    assert results["episode_lengths"] == reported and len(reported) > 20
+
+
+def test_force_resume_and_the_occupied_directory_rules_are_the_monitors(tmp_path):
+    def record(**kwargs):
+        envs = palaestra.Monitor(counting_envs([2, 2]), tmp_path, **kwargs)
+        envs.reset()
+        step_n(envs, 2)
+        envs.close()
+
+    record(uid="a")
+    with pytest.raises(MonitorError, match="existing monitor files"):
+        record(uid="b")
+    record(uid="b", resume=True)
+    assert len(palaestra.load_results(tmp_path)["episode_lengths"]) == 4
+    record(uid="c", force=True)
+    results = palaestra.load_results(tmp_path)
+    assert len(results["episode_lengths"]) == 2 and len(results["manifests"]) == 2
+
+
+def test_resuming_adds_a_run_beside_the_earlier_one(tmp_path):
+    for _ in range(2):
+        envs = palaestra.Monitor(counting_envs([2, 3]), tmp_path, uid="same", resume=True)
+        envs.reset()
+        step_n(envs, 3)
+        envs.close()
+    results = palaestra.load_results(tmp_path)
+    assert results["episode_lengths"] == [2, 3, 2, 3] and len(results["manifests"]) == 4
+
+
+def test_the_directory_loads_while_the_monitor_is_open_from_the_shared_journal(tmp_path, monkeypatch):
+    writes = []
+    real = files.atomic_write_json
+    monkeypatch.setattr(files, "atomic_write_json", lambda path, doc: (writes.append(path), real(path, doc)))
+    envs = palaestra.Monitor(counting_envs([1] * 4, AutoresetMode.SAME_STEP), tmp_path)
+    envs.reset()
+    writes_at_start = len(writes)
+    step_n(envs, 500)
+    assert len(writes) == writes_at_start  # episodes are journaled, nothing is rewritten
+    journals = [n for n in os.listdir(tmp_path) if n.endswith(files.JOURNAL_SUFFIX)]
+    assert journals == [files.vector_journal_name(envs.file_infix)]
+    assert len(palaestra.load_results(tmp_path)["episode_lengths"]) == 2000
+    envs.close()
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(files.JOURNAL_SUFFIX)]
+
+
+CRASH_SCRIPT = textwrap.dedent("""
+    import sys, gymnasium as gym, palaestra
+    envs = palaestra.Monitor(
+        gym.make_vec("CartPole-v1", num_envs=4), sys.argv[1], video_callable=False, uid="u", resume=True
+    )
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+    for _ in range(int(sys.argv[2])):
+        envs.step(envs.action_space.sample())
+        print(len(envs.get_episode_lengths()), flush=True)
+    input()  # wait to be killed
+""")
+
+
+@pytest.mark.parametrize("kill_after", [1, 30])
+def test_sigkill_at_any_moment_loses_no_completed_episode_of_any_sub_environment(tmp_path, kill_after):
+    command = [sys.executable, "-c", CRASH_SCRIPT, str(tmp_path), "1000000"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    reported = 0
+    while reported < kill_after:
+        reported = int(proc.stdout.readline())
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    results = palaestra.load_results(tmp_path)
+    assert len(results["episode_lengths"]) >= reported
+    assert len(results["timestamps"]) == len(results["episode_rewards"]) == len(results["episode_types"])
+    # A run resumed with the same uid (and so the same files) folds the killed run's journal into
+    # its stats files, where gym 0.9.4's loader finds them, and keeps them.
+    command[-1] = "0"
+    subprocess.run(command, input="\n", text=True, check=True, capture_output=True)
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(files.JOURNAL_SUFFIX)]
+    stats = [json.loads((tmp_path / n).read_text()) for n in os.listdir(tmp_path) if n.endswith(".stats.json")]
+    assert sum(len(doc["episode_lengths"]) for doc in stats) == len(results["episode_lengths"])
+    assert palaestra.load_results(tmp_path)["episode_lengths"] == results["episode_lengths"]
+
+
+def test_a_malformed_journal_entry_in_a_manifest_is_named(tmp_path):
+    envs = palaestra.Monitor(counting_envs([2]), tmp_path)
+    envs.reset()
+    step_n(envs, 2)
+    manifest = json.loads(Path(envs.manifest_paths[0]).read_text())
+    manifest["journal"] = {"file": "../elsewhere", "source": 0}
+    with open(envs.manifest_paths[0], "w") as f:
+        json.dump(manifest, f)
+    with pytest.raises(ResultsError, match="malformed journal entry"):
+        palaestra.load_results(tmp_path)
+    envs.close()
+
+
+def test_closing_closes_the_vector_env_and_unregisters_and_stepping_after_is_refused(tmp_path):
+    envs = palaestra.Monitor(counting_envs([2, 2]), tmp_path)
+    with pytest.raises(ResetNeeded, match="before reset"):
+        envs.step(np.zeros(2, np.int64))
+    assert envs in open_monitors()
+    with envs:
+        envs.reset()
+    assert envs.env.closed and envs not in open_monitors()
+    with pytest.raises(MonitorError, match="step a closed Monitor"):
+        envs.step(np.zeros(2, np.int64))
+
+
+def test_video_envs_naming_a_missing_sub_environment_is_refused(tmp_path):
+    with pytest.raises(MonitorError, match=r"video_envs \[0, 5\].*\[5\].*has 2"):
+        palaestra.Monitor(counting_envs([2, 2]), tmp_path, video_envs=[0, 5])
+
+
+# -- videos --------------------------------------------------------------------------------------
+def video_frames(results):
+    """{sub-environment's infix suffix: [(episode id, [frame texts])]} of the recorded ansi videos."""
+    found: dict[str, list[tuple[int, list[str]]]] = {}
+    for video, meta in results["videos"]:
+        episode_id = json.loads(Path(meta).read_text())["episode_id"]
+        frames = [text.split("\x1b[1;1H")[1].strip() for _, text in json.loads(Path(video).read_text())["stdout"]]
+        found.setdefault(os.path.basename(video).split(".video")[1].split("-")[-1], []).append((episode_id, frames))
+    return found
+
+
+@pytest.mark.parametrize("mode", [*MODES, AutoresetMode.DISABLED], ids=lambda m: m.value)
+def test_sub_environment_0_gets_videos_on_the_capped_cubic_schedule_of_its_own_episodes(tmp_path, mode):
+    envs = palaestra.Monitor(counting_envs([2, 3], mode, render_mode="ansi"), tmp_path)
+    envs.reset()
+    for _ in range(40):
+        if mode is AutoresetMode.DISABLED and envs._finished is not None:
+            envs.reset(options={"reset_mask": envs._finished.copy()})
+        envs.step(np.zeros(2, np.int64))
+    envs.close()
+    videos = video_frames(palaestra.load_results(tmp_path))
+    assert list(videos) == ["0"]  # only sub-env 0
+    assert [episode for episode, _ in videos["0"]] == [0, 1, 8]
+    # the first frame is the reset's; same-step autoreset has no final frame (the env has reset)
+    final = [] if mode is AutoresetMode.SAME_STEP else ["t=2"]
+    assert all(frames == ["t=0", "t=1", *final] for _, frames in videos["0"])
+
+
+def test_chosen_sub_environments_of_an_async_vector_env_get_videos_from_its_render(tmp_path):
+    envs = palaestra.Monitor(
+        counting_envs([2, 3, 4], render_mode="ansi", cls=AsyncVectorEnv),
+        tmp_path,
+        video_envs=[1, 2],
+        video_callable=lambda episode_id: episode_id < 2,
+    )
+    envs.reset()
+    step_n(envs, 12)
+    envs.close()
+    videos = video_frames(palaestra.load_results(tmp_path))
+    assert sorted(videos) == ["1", "2"]
+    assert videos["1"] == [(0, ["t=0", "t=1", "t=2", "t=3"]), (1, ["t=0", "t=1", "t=2", "t=3"])]
+    assert videos["2"] == [(0, ["t=0", "t=1", "t=2", "t=3", "t=4"]), (1, ["t=0", "t=1", "t=2", "t=3", "t=4"])]
+
+
+@pytest.mark.slow
+def test_rgb_videos_of_a_vector_entry_point_env_are_mp4s_of_sub_environment_0(tmp_path):
+    inner = gym.make_vec("CartPole-v1", num_envs=3, vectorization_mode="vector_entry_point", render_mode="rgb_array")
+    envs = palaestra.Monitor(inner, tmp_path)
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+    while len(envs.videos) < 2:
+        envs.step(envs.action_space.sample())
+    envs.close()
+    results = palaestra.load_results(tmp_path)
+    assert [os.path.basename(v) for v, _ in results["videos"]] == [
+        f"openaigym.video.{envs.file_infix}-0.video00000{e}.mp4" for e in (0, 1)
+    ]
+    for video, meta in results["videos"]:
+        assert video.endswith(".mp4") and os.path.getsize(video) > 1000
+        assert json.loads(Path(meta).read_text())["content_type"] == "video/mp4"
