@@ -1,6 +1,6 @@
 """Random-vs-random throughput of palaestra's Go9x9 / Hex9x9 against PettingZoo's go_v5 and raw OpenSpiel.
 
-    .venv/bin/python bench/board_games.py [--seconds 2] [--rounds 3]
+    .venv/bin/python bench/board_games.py [--seconds 2] [--rounds 3] [--boards 64]
 
 Every contender plays whole games with uniformly random legal moves (resign never chosen):
 
@@ -9,13 +9,16 @@ Every contender plays whole games with uniformly random legal moves (resign neve
   with the 3x9x9 observation and the legal mask built every step.
 * PettingZoo ``go_v5.env(board_size=9)`` (AEC): one ``env.step`` is one move; the agent picks from
   ``observation["action_mask"]``.
+* palaestra's vector envs: ``gymnasium.make_vec("Go9x9-v0", num_envs=B, opponent="random")``
+  (the ``vector_entry_point``, B boards per ``step``), the agent picking a random legal move on every
+  board at once from ``info["action_mask"]`` with numpy; moves are the agent's and the opponent's.
 * raw OpenSpiel: ``state.legal_actions()`` + ``state.apply_action()`` per move, nothing else.
 
 Rounds are interleaved (A, B, C, A, B, C, ...) and the best round of each is kept; time is this
 process's CPU time (``time.process_time``; ``--wall`` for wall-clock time), so that other processes
 on a busy machine slow no contender down (all of them run in this one thread). Ratios are in moves per second (plies), the unit common to all three;
-palaestra's env steps per second are printed too. Targets (issue 8): palaestra Go >= 20x PettingZoo's,
-and >= 0.5x raw OpenSpiel.
+palaestra's env steps per second are printed too. Targets: palaestra Go >= 20x PettingZoo's, and
+>= 0.5x raw OpenSpiel (issue 8); the vector envs >= 0.8x raw OpenSpiel at 64 boards (issue 19).
 """
 
 from __future__ import annotations
@@ -53,6 +56,33 @@ def palaestra_games(env_id: str, seconds: float) -> Result:
         moves += len(env.unwrapped.state.history())  # type: ignore[attr-defined]
     elapsed = clock() - start
     env.close()
+    return steps / elapsed, moves / elapsed
+
+
+def palaestra_vector_games(env_id: str, boards: int, seconds: float) -> Result:
+    """Board-steps and moves per second of ``boards`` boards in one vector env, agent random legal."""
+    import gymnasium
+    import numpy as np
+
+    import palaestra.envs  # noqa: F401  (registers the ids)
+
+    envs = gymnasium.make_vec(env_id, num_envs=boards, vectorization_mode="vector_entry_point", opponent="random")
+    resign = envs.unwrapped.game.resign_action  # type: ignore[attr-defined]
+    rng = np.random.default_rng(0)
+    _, info = envs.reset(seed=0)
+    restarting = np.zeros(boards, bool)
+    steps = moves = 0
+    start = clock()
+    while clock() - start < seconds:
+        scores = rng.random(info["action_mask"].shape) * info["action_mask"]
+        scores[:, resign] = 0  # never resign
+        _, _, terminated, _, info = envs.step(scores.argmax(1))
+        # the agent moved on every board but those that restarted; the opponent where it replied
+        moves += boards - int(restarting.sum()) + int(info["_opponent_action"].sum())
+        steps += boards
+        restarting = terminated
+    elapsed = clock() - start
+    envs.close()
     return steps / elapsed, moves / elapsed
 
 
@@ -107,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best is kept")
     parser.add_argument("--no-pettingzoo", action="store_true", help="skip PettingZoo (e.g. not installed)")
     parser.add_argument("--wall", action="store_true", help="time with the wall clock instead of CPU time")
+    parser.add_argument("--boards", type=int, default=64, help="boards of the vector envs")
     args = parser.parse_args(argv)
     global clock
     if args.wall:
@@ -117,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         "raw OpenSpiel go 9x9": lambda: openspiel_raw("go(board_size=9,komi=7.5)", args.seconds),
         "palaestra Hex9x9-v0": lambda: palaestra_games("Hex9x9-v0", args.seconds),
         "raw OpenSpiel hex 9x9": lambda: openspiel_raw("hex(board_size=9)", args.seconds),
+        "palaestra Go9x9 vector": lambda: palaestra_vector_games("Go9x9-v0", args.boards, args.seconds),
+        "palaestra Hex9x9 vector": lambda: palaestra_vector_games("Hex9x9-v0", args.boards, args.seconds),
     }
     if not args.no_pettingzoo:
         contenders["PettingZoo go_v5 9x9"] = lambda: pettingzoo_go(args.seconds)
@@ -146,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"palaestra Hex / raw OpenSpiel hex {hex_ / best['raw OpenSpiel hex 9x9'][1]:8.2f}x  moves/s (target >= 0.5x)"
     )
+    for game, raw in (("Go", "raw OpenSpiel go 9x9"), ("Hex", "raw OpenSpiel hex 9x9")):
+        ratio = best[f"palaestra {game}9x9 vector"][1] / best[raw][1]
+        print(f"palaestra {game} x{args.boards} vector / raw   {ratio:8.2f}x  moves/s (target >= 0.8x)")
     return 0
 
 

@@ -12,6 +12,8 @@ Registration is cheap: entry points are strings, so OpenSpiel and the board-game
 ==============  ==========================================================================
 
 Every constructor argument can be overridden: ``gymnasium.make("Go9x9-v0", opponent="mcts:200")``.
+``gymnasium.make_vec(id, num_envs=B)`` builds B boards stepped in one call
+(:mod:`palaestra.envs.board.vector`).
 
 The other ids of the 2017 registry are registered by :mod:`palaestra.envs.legacy`.
 
@@ -30,6 +32,11 @@ from gymnasium.envs.registration import register, registry
 
 GO_ENTRY_POINT = "palaestra.envs.board.go:GoEnv"
 HEX_ENTRY_POINT = "palaestra.envs.board.hex:HexEnv"
+#: B boards in one env: ``gym.make_vec("Go9x9-v0", num_envs=B)`` (``palaestra.envs.board.vector``).
+VECTOR_ENTRY_POINTS = {
+    GO_ENTRY_POINT: "palaestra.envs.board.vector:GoVectorEnv",
+    HEX_ENTRY_POINT: "palaestra.envs.board.vector:HexVectorEnv",
+}
 
 BOARD_GAME_IDS = ("Go9x9-v0", "Go13x13-v0", "Go19x19-v0", "Hex9x9-v0", "Hex11x11-v0")
 
@@ -39,6 +46,7 @@ def _register(env_id: str, entry_point: str, kwargs: dict[str, Any], nondetermin
         register(
             id=env_id,
             entry_point=entry_point,
+            vector_entry_point=VECTOR_ENTRY_POINTS[entry_point],
             kwargs=kwargs,
             nondeterministic=nondeterministic,
             # No OrderEnforcing or PassiveEnvChecker wrappers: each costs a Python call on every step
@@ -104,4 +112,4 @@ _register_two_player_games()
 # Gymnasium code makes); after the board games, which it skips as already registered.
 import palaestra.envs.legacy  # noqa: E402, F401
 
-__all__ = ["BOARD_GAME_IDS", "GO_ENTRY_POINT", "HEX_ENTRY_POINT"]
+__all__ = ["BOARD_GAME_IDS", "GO_ENTRY_POINT", "HEX_ENTRY_POINT", "VECTOR_ENTRY_POINTS"]

@@ -168,6 +168,8 @@ class Observer:
         self._observation = observation
         #: Fills the buffer from ``(state, player)``: the C++ method itself, one call less.
         self.set_from = observation._observation.set_from
+        #: The whole buffer, flat (OpenSpiel's planes in its order: Go's rows bottom first, and a 4th plane).
+        self.tensor = observation.tensor
         n = game.board_size
         planes = observation.tensor[: 3 * n * n].reshape(3, n, n)
         #: The buffer as 2017 planes (a view: copy it before handing it out).

@@ -1,0 +1,480 @@
+"""Go and Hex as native vector environments: B boards stepped in one call.
+
+* :class:`GoVectorEnv`, :class:`HexVectorEnv` -- what ``gym.make_vec("Go9x9-v0", num_envs=B)`` and
+  ``gym.make_vec("Hex9x9-v0", num_envs=B)`` build (the ids' ``vector_entry_point``; Gymnasium takes
+  it by default, or with ``vectorization_mode="vector_entry_point"``). They take the arguments of
+  :class:`~palaestra.envs.board.go.GoEnv` / :class:`~palaestra.envs.board.hex.HexEnv`, plus
+  ``num_envs`` and ``autoreset_mode``, and play the same games: each board is what one single env
+  would play, with its own opponent (its own engine process for GTP opponents), seeded from the
+  vector env's generator at every new game.
+
+Every board's observation planes and legal moves live in arrays allocated once. The legal moves are
+one ``bytearray`` of B rows in OpenSpiel's action order plus a resign column, which the per-board
+loop reads (is the agent's move legal?) and writes, and numpy views as a (B, columns) array:
+``info["action_mask"]`` is a copy of it in env-action order, one numpy call per step. What a step
+updates, measured by ``bench/board_games.py``:
+
+* Hex against the random opponent, without the swap rule: only the cells the two moves filled, in
+  the planes and in the mask (a Hex move changes nothing else); the opponent draws a uniform empty
+  cell from the board's legal row, and the engine only applies the moves.
+* Go: a capture can empty any number of cells, so each board's engine rewrites that board's planes
+  (one C++ call into the board's own buffer, 0.6 us for 9x9) and its legal row (its
+  ``legal_actions_mask()``: suicide and ko depend on the whole board); the planes of all boards are
+  gathered into the batch with one copy.
+* Any other opponent, or Hex with the swap rule: the single env's general path, board by board.
+
+Autoreset: ``NEXT_STEP`` (the default: a board whose game ended is reset by the next step, which
+ignores its action and returns the new game, reward 0), ``SAME_STEP`` (reset in the same step; the
+final planes are in ``info["final_obs"]``) or ``DISABLED`` (a finished board stays finished until
+``reset(options={"reset_mask": mask})``, as the single env does). ``info`` holds, like a
+``SyncVectorEnv`` of the single env: ``action_mask`` (B, actions) bool; ``opponent_action`` (B,)
+int, -1 where the opponent did not move (``_opponent_action`` marks where it did); and, on boards
+whose game ended in the step, ``winner``, ``reason``, ``score`` (Go) and ``illegal_move``, each with
+its ``_key`` mask.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from palaestra.envs.board.go import DEFAULT_KOMI
+from palaestra.envs.board.opponents import Opponent, Policy, RandomOpponent, make_opponent
+from palaestra.envs.board.rules import COLOR_NAMES, RESIGN, BoardGame, GoGame, HexGame, parse_color
+from palaestra.errors import Error, IllegalMove
+
+__all__ = ["BoardGameVectorEnv", "GoVectorEnv", "HexVectorEnv"]
+
+ILLEGAL_MOVE_MODES = ("lose", "raise")
+
+
+class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
+    """B boards of one game, each an agent against its own opponent (see the module docstring)."""
+
+    metadata: dict[str, Any] = {
+        "render_modes": ["ansi", "rgb_array"],
+        "render_fps": 2,
+        "autoreset_mode": AutoresetMode.NEXT_STEP,
+    }
+
+    def __init__(
+        self,
+        num_envs: int,
+        game: BoardGame,
+        player_color: str,
+        opponent: str | Opponent | Policy,
+        illegal_move_mode: str,
+        render_mode: str | None,
+        autoreset_mode: AutoresetMode | str,
+    ) -> None:
+        if not isinstance(num_envs, int) or num_envs < 1:
+            raise Error(f"num_envs must be a whole number of at least 1, not {num_envs!r}")
+        if illegal_move_mode not in ILLEGAL_MOVE_MODES:
+            raise Error(f"illegal_move_mode must be 'lose' or 'raise', not {illegal_move_mode!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise Error(f"render_mode must be one of {self.metadata['render_modes']} or None, not {render_mode!r}")
+        if isinstance(opponent, Opponent) and num_envs > 1:
+            raise Error(
+                f"One {type(opponent).__name__} instance cannot play {num_envs} boards at once: give the "
+                "opponent as a string (e.g. 'random', 'mcts:200', 'gnugo') or a callable policy, and every "
+                "board gets its own"
+            )
+        self.num_envs = num_envs
+        self.game = game
+        self.player_color = player_color
+        self.illegal_move_mode = illegal_move_mode
+        self.render_mode = render_mode
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {**self.metadata, "autoreset_mode": self.autoreset_mode}
+        self._player = parse_color(player_color)
+        self.opponents = [make_opponent(opponent, game) for _ in range(num_envs)]
+        for each in self.opponents:
+            each.bind(game, 1 - self._player)
+        n = game.board_size
+        self.single_observation_space = spaces.Box(0.0, 1.0, (3, n, n), np.float32)
+        self.single_action_space = spaces.Discrete(game.num_actions)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+
+        # Legal moves: per board one row of the engine's actions plus resign, in one bytearray.
+        engine_actions = game.spiel_game.num_distinct_actions()
+        self._resign_column = engine_actions
+        self._width = engine_actions + 1
+        self._legal = bytearray(num_envs * self._width)
+        self._legal_rows = np.frombuffer(self._legal, np.bool_).reshape(num_envs, self._width)
+        #: env action -> column of a legal row (the engine action; resign's is the last column)
+        self._to_column = [self._resign_column if e == RESIGN else e for e in game.to_engine]
+        columns = np.array(self._to_column, np.intp)
+        self._mask_columns = None if (columns == np.arange(len(columns))).all() else columns
+        self._from_engine = game.from_engine
+
+        # Observations: each board's engine buffer, gathered into one (B, tensor) array per step; or,
+        # for Hex against the random opponent, planes kept up to date cell by cell.
+        self._observers = [game.make_observer() for _ in range(num_envs)]
+        self._set_from = [observer.set_from for observer in self._observers]
+        self._tensors = [observer.tensor for observer in self._observers]
+        self._gathered = np.zeros((num_envs, self._tensors[0].size), np.float32)
+        cells = game.num_cells
+        planes = self._gathered[:, : 3 * cells].reshape(num_envs, 3, n, n)
+        self._planes_view = planes[:, :, ::-1, :] if isinstance(game, GoGame) else planes
+        self._planes_memory = self._gathered.data.cast("B").cast("f")
+        self._cells = cells
+
+        self._states: list[Any] = [None] * num_envs
+        self._over = [True] * num_envs
+        self._resigned: list[int | None] = [None] * num_envs
+        self._end_info: list[dict[str, Any]] = [{} for _ in range(num_envs)]
+        self._randoms = [o.random if isinstance(o, RandomOpponent) else None for o in self.opponents]
+        random_opponents = all(r is not None for r in self._randoms)
+        alternating = random_opponents and game.swap_action is None
+        self._incremental = alternating and isinstance(game, HexGame)
+        if self._incremental:
+            self._step_boards = self._step_hex_random
+        elif alternating and isinstance(game, GoGame):
+            self._step_boards = self._step_go_random
+        else:
+            self._step_boards = self._step_any
+        self._np_random_seed = None
+        self._np_random = None
+
+    # -- the VectorEnv API --------------------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a game on every board (or on the boards of ``options["reset_mask"]``)."""
+        if seed is not None or self._np_random is None:
+            self._np_random, self._np_random_seed = seeding.np_random(seed)
+        mask = (options or {}).get("reset_mask")
+        boards = range(self.num_envs) if mask is None else np.flatnonzero(mask).tolist()
+        replies = [-1] * self.num_envs
+        for b in boards:
+            replies[b] = self._restart(b)
+        return self._observations(), self._info(replies, {})
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """One move for the agent on every board, then each opponent's reply."""
+        if self._np_random is None:
+            raise Error("Call reset() before step()")
+        chosen = self._check_actions(actions)
+        replies = [-1] * self.num_envs
+        restarting = [b for b, over in enumerate(self._over) if over]
+        ended: list[int] = []
+        self._step_boards(chosen, replies, ended)  # (boards whose game is over are left alone)
+        if restarting and self.autoreset_mode is AutoresetMode.NEXT_STEP:
+            for b in restarting:  # their actions are ignored: this step starts their next game
+                replies[b] = self._restart(b)
+            restarting = []
+        rewards = np.zeros(self.num_envs)
+        terminated = np.zeros(self.num_envs, np.bool_)
+        terminated[restarting] = True  # DISABLED: a finished board stays finished
+        endings = {b: self._end_info[b] for b in ended}
+        for b, ending in endings.items():
+            rewards[b] = ending.pop("reward")
+            terminated[b] = True
+        final_obs = None
+        if ended and self.autoreset_mode is AutoresetMode.SAME_STEP:
+            final_obs = self._observations()[ended]
+            for b in ended:
+                replies[b] = self._restart(b)
+        observations = self._observations()
+        info = self._info(replies, endings)
+        if final_obs is not None:
+            info["final_obs"] = np.full(self.num_envs, None, object)
+            info["final_obs"][ended] = list(final_obs)
+            info["_final_obs"] = terminated.copy()
+        return observations, rewards, terminated, np.zeros(self.num_envs, np.bool_), info
+
+    def render(self) -> tuple[Any, ...] | None:
+        """Every board's frame (``ansi`` text or ``rgb_array`` image), in board order."""
+        from palaestra.envs.board import rendering
+
+        if self.render_mode is None:
+            return None
+        frames = []
+        for b, state in enumerate(self._states):
+            if state is None:
+                raise Error("Call reset() before render()")
+            info = self._end_info[b]
+            outcome = None
+            if self._over[b] and info.get("reason") in ("resignation", "illegal move"):
+                outcome = f"{info['winner']} wins ({info['reason']})"
+            planes = self._observers[b].planes(state)
+            view = rendering.BoardView.of(self.game, state, planes, outcome)
+            frames.append(rendering.ansi(view) if self.render_mode == "ansi" else rendering.rgb_array(view))
+        return tuple(frames)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Stop the opponents' engine processes (if any)."""
+        for opponent in self.opponents:
+            opponent.close()
+
+    # -- the three ways to step the boards ------------------------------------------------------------
+    # Each loop is the hot path of every batched training loop: flat, with what it needs bound to locals
+    # (bench/board_games.py). Rare cases (illegal moves, resignations, ended games) leave through methods.
+    def _step_go_random(self, actions: list[int], replies: list[int], ended: list[int]) -> None:
+        """Go against the random opponent: the engine rewrites each board's planes and legal row."""
+        legal, width, resign = self._legal, self._width, self._resign_column
+        to_column, from_engine = self._to_column, self._from_engine
+        states, randoms, set_from, over = self._states, self._randoms, self._set_from, self._over
+        for b, action in enumerate(actions):
+            if over[b]:
+                continue
+            base = b * width
+            column = to_column[action]
+            if not legal[base + column]:
+                self._illegal(b, action, ended)
+                continue
+            if column == resign:
+                self._resign(b, self._player, None, ended)
+                continue
+            state = states[b]
+            state.apply_action(column)
+            options = state.legal_actions()
+            if not options:  # OpenSpiel lists no legal action exactly when the game is over
+                self._end(b, None, ended)
+                continue
+            reply = options[int(randoms[b]() * len(options))]  # type: ignore[misc]
+            state.apply_action(reply)
+            replies[b] = from_engine[reply]
+            row = state.legal_actions_mask()
+            if 1 not in row:
+                self._end(b, replies[b], ended)
+                continue
+            legal[base : base + resign] = row
+            set_from[b](state, 0)
+
+    def _step_hex_random(self, actions: list[int], replies: list[int], ended: list[int]) -> None:
+        """Hex against the random opponent: only the two cells the moves filled change."""
+        legal, width, resign, cells = self._legal, self._width, self._resign_column, self._cells
+        states, randoms, over = self._states, self._randoms, self._over
+        # The planes, flat, written cell by cell: a memoryview store is as cheap as a numpy scatter of
+        # the step's cells would be per board, without collecting them first.
+        planes, stride = self._planes_memory, 3 * cells
+        mine, theirs, empty = self._player * cells, (1 - self._player) * cells, 2 * cells
+        for b, action in enumerate(actions):
+            if over[b]:
+                continue
+            base = b * width
+            if not legal[base + action]:  # Hex's env actions are its columns
+                self._illegal(b, action, ended)
+                continue
+            if action == resign:
+                self._resign(b, self._player, None, ended)
+                continue
+            state = states[b]
+            state.apply_action(action)
+            legal[base + action] = 0
+            if state.is_terminal():
+                self._end(b, None, ended)
+                continue
+            # The random opponent: a uniform empty cell, by rejection from this board's legal row (the
+            # legal Hex moves are the empty cells): under 2 draws a move on average in random games,
+            # where asking the engine for legal_actions() costs more than both moves.
+            draw = randoms[b]
+            reply = int(draw() * cells)  # type: ignore[misc]
+            while not legal[base + reply]:
+                reply = int(draw() * cells)  # type: ignore[misc]
+            state.apply_action(reply)
+            legal[base + reply] = 0
+            replies[b] = reply
+            if state.is_terminal():
+                self._end(b, reply, ended)
+                continue
+            at = b * stride
+            planes[at + mine + action] = 1.0
+            planes[at + empty + action] = 0.0
+            planes[at + theirs + reply] = 1.0
+            planes[at + empty + reply] = 0.0
+
+    def _step_any(self, actions: list[int], replies: list[int], ended: list[int]) -> None:
+        """Any opponent, any rule: the single env's general path, board by board."""
+        for b, action in enumerate(actions):
+            if self._over[b]:
+                continue
+            column = self._to_column[action]
+            if not self._legal[b * self._width + column]:
+                self._illegal(b, action, ended)
+                continue
+            if column == self._resign_column:
+                self._resign(b, self._player, None, ended)
+                continue
+            self._states[b].apply_action(column)
+            reply = self._opponent_moves(b)
+            replies[b] = -1 if reply is None else reply
+            if self._resigned[b] is not None or self._states[b].is_terminal():
+                self._end(b, reply, ended)
+            else:
+                self._refresh(b)
+
+    # -- one board ------------------------------------------------------------------------------------
+    def _restart(self, b: int) -> int:
+        """A new game on board ``b``; the opponent's first move (env encoding) if it plays black, else -1."""
+        assert self._np_random is not None
+        self._states[b] = self.game.new_state()
+        self._over[b] = False
+        self._resigned[b] = None
+        self._end_info[b] = {}
+        self.opponents[b].reset(int(self._np_random.integers(2**31 - 1)))
+        reply = self._opponent_moves(b)
+        if self._resigned[b] is not None or self._states[b].is_terminal():
+            ended: list[int] = []
+            self._end(b, reply, ended)
+            self._end_info[b].pop("reward", None)
+        else:
+            self._refresh(b)
+        return -1 if reply is None else reply
+
+    def _refresh(self, b: int) -> None:
+        """Board ``b``'s legal row and planes, from its engine state."""
+        state = self._states[b]
+        base = b * self._width
+        self._legal[base : base + self._resign_column] = state.legal_actions_mask()
+        self._legal[base + self._resign_column] = 1
+        self._set_from[b](state, 0)
+        if self._incremental:
+            self._gathered[b] = self._tensors[b]
+
+    def _opponent_moves(self, b: int) -> int | None:
+        """Let board ``b``'s opponent play while it is its turn; its last action (env encoding) or None."""
+        state = self._states[b]
+        opponent = self.opponents[b]
+        reply: int | None = None
+        while not state.is_terminal() and state.current_player() != self._player:
+            engine_action = opponent.act(state)
+            if engine_action == RESIGN:
+                self._resigned[b] = 1 - self._player
+                return self.game.resign_action
+            if not opponent.always_legal and not (
+                0 <= engine_action < len(self._from_engine) and state.legal_actions_mask()[engine_action]
+            ):
+                raise IllegalMove(f"The opponent {opponent.name} of board {b} chose an illegal move ({engine_action})")
+            state.apply_action(engine_action)
+            reply = self._from_engine[engine_action]
+        return reply
+
+    def _illegal(self, b: int, action: int, ended: list[int]) -> None:
+        name = self.game.action_to_string(action)
+        if self.illegal_move_mode == "raise":
+            raise IllegalMove(
+                f"{name} (action {action}) on board {b} is not a legal move for {COLOR_NAMES[self._player]} "
+                "there: the point is taken, or it is a ko recapture or suicide; info['action_mask'] lists "
+                "the legal actions"
+            )
+        self._resign(b, self._player, None, ended)
+        self._end_info[b].update(reason="illegal move", illegal_move=name)
+
+    def _resign(self, b: int, loser: int, reply: int | None, ended: list[int]) -> None:
+        self._resigned[b] = loser
+        self._end(b, reply, ended)
+
+    def _end(self, b: int, reply: int | None, ended: list[int]) -> None:
+        """Board ``b``'s game is over: its final planes, an empty legal row, the reward and why."""
+        state = self._states[b]
+        self._over[b] = True
+        base = b * self._width
+        self._legal[base : base + self._width] = bytes(self._width)
+        self._set_from[b](state, 0)
+        self._gathered[b] = self._tensors[b]
+        loser = self._resigned[b]
+        if loser is not None:
+            info: dict[str, Any] = {"winner": COLOR_NAMES[1 - loser], "reason": "resignation"}
+            reward = -1.0 if loser == self._player else 1.0
+        else:
+            info = self.game.describe_end(state, self._observers[b].view)
+            reward = float(state.returns()[self._player])
+        info["reward"] = reward
+        self._end_info[b] = info
+        ended.append(b)
+
+    # -- the batch ------------------------------------------------------------------------------------
+    def _check_actions(self, actions: Any) -> list[int]:
+        chosen = np.asarray(actions)
+        count = self.game.num_actions
+        if (
+            chosen.shape != (self.num_envs,)
+            or chosen.dtype.kind not in "iu"
+            or (self.num_envs and (chosen.min() < 0 or chosen.max() >= count))
+        ):
+            raise IllegalMove(
+                f"{actions!r} are not actions for {self.num_envs} boards: give an int array of shape "
+                f"({self.num_envs},) with values 0..{count - 1} (the action space is {self.action_space})"
+            )
+        return chosen.tolist()
+
+    def _observations(self) -> np.ndarray:
+        if not self._incremental:
+            np.stack(self._tensors, out=self._gathered)
+        return self._planes_view.copy()
+
+    def _info(self, replies: list[int], endings: dict[int, dict[str, Any]]) -> dict[str, Any]:
+        mask = self._legal_rows.copy() if self._mask_columns is None else self._legal_rows[:, self._mask_columns]
+        opponent_action = np.array(replies, np.int64)
+        info: dict[str, Any] = {
+            "action_mask": mask,
+            "_action_mask": np.ones(self.num_envs, np.bool_),
+            "opponent_action": opponent_action,
+            "_opponent_action": opponent_action >= 0,
+        }
+        for key in ("winner", "reason", "score", "illegal_move"):
+            present = [b for b, ending in endings.items() if key in ending]
+            if not present:
+                continue
+            values = np.zeros(self.num_envs) if key == "score" else np.full(self.num_envs, None, object)
+            for b in present:
+                values[b] = endings[b][key]
+            info[key] = values
+            info[f"_{key}"] = np.zeros(self.num_envs, np.bool_)
+            info[f"_{key}"][present] = True
+        return info
+
+
+class GoVectorEnv(BoardGameVectorEnv):
+    """``num_envs`` Go boards; the other arguments are :class:`~palaestra.envs.board.go.GoEnv`'s."""
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        player_color: str = "black",
+        opponent: str | Opponent | Policy = "gnugo",
+        observation_type: str = "image3c",
+        illegal_move_mode: str = "lose",
+        board_size: int = 9,
+        komi: float = DEFAULT_KOMI,
+        max_moves: int | None = None,
+        render_mode: str | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+    ) -> None:
+        if observation_type != "image3c":
+            raise Error(f"observation_type must be 'image3c' for Go, not {observation_type!r}")
+        game = GoGame(board_size, komi, max_moves)
+        super().__init__(num_envs, game, player_color, opponent, illegal_move_mode, render_mode, autoreset_mode)
+        self.board_size = board_size
+        self.komi = float(komi)
+
+
+class HexVectorEnv(BoardGameVectorEnv):
+    """``num_envs`` Hex boards; the other arguments are :class:`~palaestra.envs.board.hex.HexEnv`'s."""
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        player_color: str = "black",
+        opponent: str | Opponent | Policy = "random",
+        observation_type: str = "numpy3c",
+        illegal_move_mode: str = "lose",
+        board_size: int = 9,
+        swap: bool = False,
+        render_mode: str | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+    ) -> None:
+        if observation_type != "numpy3c":
+            raise Error(f"observation_type must be 'numpy3c' for Hex, not {observation_type!r}")
+        game = HexGame(board_size, swap)
+        super().__init__(num_envs, game, player_color, opponent, illegal_move_mode, render_mode, autoreset_mode)
+        self.board_size = board_size
+        self.swap = bool(swap)
