@@ -12,19 +12,26 @@ observation, then ``observe`` after each step and ``end_episode`` when an episod
 defines them. Videos follow the Monitor's capped cubic schedule (episodes 0, 1, 8, 27, ..., 1000,
 2000, ...); the environment is made with ``render_mode='rgb_array'`` (mp4) or ``'ansi'`` (terminal
 recording), whichever it supports.
+
+With ``num_envs=N`` the run is a vector env (``gymnasium.make_vec``) under one vector Monitor, and
+each sub-environment has an agent of its own (seeds ``seed``, ``seed + 1``, ...), driven by the same
+loop: every agent sees one stream of episodes, as in a single-env run. Videos are of sub-environment 0.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 import logging
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import gymnasium
+import numpy as np
 
 from palaestra.errors import Error
 
@@ -34,6 +41,7 @@ __all__ = [
     "check_env_id",
     "make_agent",
     "make_env",
+    "make_vector_env",
     "run_agent",
     "video_render_mode",
 ]
@@ -119,9 +127,29 @@ def make_env(env_id: str, video: bool = True, **kwargs: Any) -> gymnasium.Env[An
         raise TrainingError(f"Cannot make {env_id}: {exc}") from None
 
 
+def make_vector_env(
+    env_id: str, num_envs: int, video: bool = True, vectorization_mode: str | None = None, **kwargs: Any
+) -> gymnasium.vector.VectorEnv[Any, Any, Any]:
+    """``gymnasium.make_vec(env_id, num_envs)`` (its own vector env where the id has one, else
+    ``vectorization_mode``), with a render mode the Monitor can record when ``video``."""
+    from palaestra.monitoring.monitor import prepare_offscreen_rendering
+
+    check_env_id(env_id)
+    if video and "render_mode" not in kwargs:
+        mode = video_render_mode(env_id)
+        if mode is not None:
+            kwargs["render_mode"] = mode
+    if kwargs.get("render_mode") in ("rgb_array", "rgb_array_list"):
+        prepare_offscreen_rendering()
+    try:
+        return gymnasium.make_vec(env_id, num_envs=num_envs, vectorization_mode=vectorization_mode, **kwargs)
+    except gymnasium.error.DependencyNotInstalled as exc:
+        raise TrainingError(f"Cannot make {env_id}: {exc}") from None
+
+
 def make_agent(
     agent: str | Callable[..., Any],
-    env: gymnasium.Env[Any, Any],
+    env: gymnasium.Env[Any, Any] | Any,
     seed: int | None = None,
     reward_threshold: float | None = None,
 ) -> Any:
@@ -206,6 +234,8 @@ def run_agent(
     stop_when_solved: bool = False,
     progress: bool | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    num_envs: int = 1,
+    vectorization_mode: str | None = None,
 ) -> RunSummary:
     """Run ``agent`` on ``env_id`` under :class:`palaestra.Monitor`, recording into ``directory``.
 
@@ -221,6 +251,11 @@ def run_agent(
         stop_when_solved: stop as soon as the training episodes meet the env's solving rule.
         progress: show a progress bar on stderr (default: when stderr is a terminal).
         env_kwargs: extra keyword arguments for ``gymnasium.make``.
+        num_envs: more than 1 runs a vector env of that many sub-environments (``gymnasium.make_vec``,
+            in ``vectorization_mode``: ``"sync"``, ``"async"`` or ``"vector_entry_point"``; by default
+            the id's own vector env if it has one, else sync), one agent each; ``steps`` then counts
+            the steps of all of them, and both budgets are checked after each vector step (the last
+            one may end a few more episodes, or take up to ``num_envs - 1`` more steps).
 
     A ``KeyboardInterrupt`` stops the run; the Monitor is closed either way, so the directory holds
     every finished episode, and the summary says ``interrupted``.
@@ -235,6 +270,13 @@ def run_agent(
     if budget < 1:
         raise TrainingError(
             f"The budget must be at least 1 {'episode' if episodes else 'step'}, not {budget}"
+        )
+    if num_envs < 1:
+        raise TrainingError(f"num_envs must be at least 1, not {num_envs}")
+    if num_envs > 1 or vectorization_mode is not None:
+        return _run_vector(
+            env_id, agent, directory, episodes, steps, video, seed, mode, force, resume, stop_when_solved,
+            progress, env_kwargs or {}, num_envs, vectorization_mode,
         )
     env = make_env(env_id, video=video, **(env_kwargs or {}))
     tracker = _SolveTracker(env_id)
@@ -294,6 +336,116 @@ def run_agent(
         trials=tracker.trials,
         reward_threshold=tracker.threshold,
         interrupted=interrupted,
+    )
+
+
+def _run_vector(
+    env_id: str,
+    agent: str | Callable[..., Any],
+    directory: str | os.PathLike[str],
+    episodes: int | None,
+    steps: int | None,
+    video: bool,
+    seed: int | None,
+    mode: str,
+    force: bool,
+    resume: bool,
+    stop_when_solved: bool,
+    progress: bool | None,
+    env_kwargs: dict[str, Any],
+    num_envs: int,
+    vectorization_mode: str | None,
+) -> RunSummary:
+    """:func:`run_agent` on a vector env: one agent per sub-environment, one vector Monitor."""
+    from gymnasium.vector import AutoresetMode
+    from gymnasium.vector.utils import concatenate, create_empty_array, iterate
+
+    from palaestra.agents.base import end_episode, observe
+    from palaestra.monitoring.vector import VectorMonitor, autoreset_mode_of
+
+    envs = make_vector_env(env_id, num_envs, video=video, vectorization_mode=vectorization_mode, **env_kwargs)
+    tracker = _SolveTracker(env_id)
+    try:
+        # The agents first: a bad agent must not leave an empty training directory behind.
+        agents = [
+            make_agent(agent, _sub_env_view(envs), None if seed is None else seed + i, tracker.threshold)
+            for i in range(envs.num_envs)
+        ]
+        monitor = VectorMonitor(
+            envs, directory, video_callable=None if video else False, force=force, resume=resume, mode=mode
+        )
+    except BaseException:
+        envs.close()
+        raise
+    autoreset = autoreset_mode_of(envs)
+    single_action_space = envs.single_action_space
+    batch: Any = create_empty_array(single_action_space, envs.num_envs)
+    interrupted = False
+    done_episodes = done_steps = 0
+    start = time.monotonic()
+    bar = _progress_bar(episodes or steps or 0, "episodes" if episodes is not None else "steps", env_id, progress)
+    try:
+        observations, _ = monitor.reset(seed=seed)
+        restarting = np.zeros(envs.num_envs, bool)  # NEXT_STEP: this step resets these sub-envs
+        finished = False
+        while not finished:
+            actions = [a.act(o) for a, o in zip(agents, iterate(envs.observation_space, observations))]
+            batch = concatenate(single_action_space, actions, batch)
+            observations, rewards, terminated, truncated, infos = monitor.step(batch)
+            done = np.logical_or(terminated, truncated)
+            per_env = list(iterate(envs.observation_space, observations))
+            for i, each in enumerate(agents):
+                if restarting[i]:
+                    continue
+                next_observation = per_env[i]
+                if done[i] and autoreset is AutoresetMode.SAME_STEP:
+                    next_observation = infos["final_obs"][i]  # the env has already reset
+                observe(each, next_observation, float(rewards[i]), bool(terminated[i]), bool(truncated[i]))
+                done_steps += 1
+                if done[i]:
+                    end_episode(each)
+            ended = int(done[~restarting].sum())
+            done_episodes += ended
+            bar.update(ended if episodes is not None else int((~restarting).sum()))
+            if mode == "training":  # only training episodes count towards "solved"
+                recorded = monitor.get_episode_rewards()
+                for reward in recorded[len(recorded) - ended :] if ended else ():
+                    tracker.add(float(reward))
+            finished = (
+                (stop_when_solved and tracker.solved_at is not None)
+                or (episodes is not None and done_episodes >= episodes)
+                or (steps is not None and done_steps >= steps)
+            )
+            restarting = done if autoreset is AutoresetMode.NEXT_STEP else np.zeros_like(done)
+            if autoreset is AutoresetMode.DISABLED and done.any() and not finished:
+                observations, _ = monitor.reset(options={"reset_mask": done})
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+        monitor.close()
+    return RunSummary(
+        env_id=env_id,
+        directory=monitor.directory,
+        episodes=len(monitor.get_episode_lengths()),
+        steps=done_steps,
+        seconds=time.monotonic() - start,
+        solved_at=tracker.solved_at,
+        best_mean=tracker.best_mean,
+        videos=len(monitor.videos),
+        trials=tracker.trials,
+        reward_threshold=tracker.threshold,
+        interrupted=interrupted,
+    )
+
+
+def _sub_env_view(envs: gymnasium.vector.VectorEnv[Any, Any, Any]) -> Any:
+    """What an agent factory is given of one sub-environment: its spaces (the action space a copy of
+    its own, since agents may seed it) and the spec."""
+    return SimpleNamespace(
+        observation_space=envs.single_observation_space,
+        action_space=copy.deepcopy(envs.single_action_space),
+        spec=envs.spec,
     )
 
 

@@ -217,3 +217,62 @@ def test_run_progress_bar_on_request(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert "/40" not in quiet.stderr  # not a terminal: no bar by default
+
+
+def test_run_with_num_envs_records_one_run_from_every_sub_environment(tmp_path: Path) -> None:
+    out = _run(
+        tmp_path, "Hex9x9-v0", "--agent", "random", "--episodes", "40", "--num-envs", "8", "--seed", "0",
+        "--monitor", "v",
+    )
+    recorded = int(out.split("Recorded ")[1].split()[0])
+    results = pal.load_results(tmp_path / "v")
+    assert 40 <= recorded == len(results["episode_lengths"]) < 48  # the last step may end a few more
+    assert len(results["manifests"]) == 8 and len(set(results["data_sources"])) == 8
+    assert results["env_info"]["env_id"] == "Hex9x9-v0"
+    # the videos are sub-environment 0's, on the capped cubic schedule of its games
+    names = [Path(v).name for v, _ in results["videos"]]
+    assert names and all("-0.video" in name for name in names)
+    assert [json.loads(Path(m).read_text())["episode_id"] for _, m in results["videos"]] == [0, 1][: len(names)]
+    report = palaestra("results", "v", cwd=tmp_path)
+    assert report.returncode == 0 and f"Episodes:            {recorded}" in report.stdout
+
+
+def test_run_with_num_envs_in_async_processes_counts_the_steps_of_all(tmp_path: Path) -> None:
+    out = _run(
+        tmp_path, "CartPole-v1", "--agent", "random", "--steps", "400", "--num-envs", "4", "--vectorization",
+        "async", "--no-video", "--monitor", "a",
+    )
+    steps = int(out.split("(")[1].split()[0])
+    assert 400 <= steps < 404  # the budget is checked after each vector step of 4 sub-environments
+    results = pal.load_results(tmp_path / "a")
+    assert 0 < sum(results["episode_lengths"]) <= 400 and len(results["manifests"]) == 4
+
+
+def test_each_sub_environment_has_its_own_agent_that_sees_one_stream_of_episodes(tmp_path: Path) -> None:
+    from palaestra.training import run_agent
+
+    agents = []
+
+    class Counter:
+        def __init__(self, observation_space, action_space, seed=None):
+            self.action_space, self.seed, self.steps, self.episodes = action_space, seed, 0, []
+            agents.append(self)
+
+        def act(self, observation):
+            return self.action_space.sample()
+
+        def observe(self, observation, reward, terminated, truncated):
+            self.steps += 1
+
+        def end_episode(self):
+            self.episodes.append(self.steps - sum(self.episodes))
+
+    summary = run_agent("CartPole-v1", Counter, tmp_path / "c", episodes=30, num_envs=3, seed=7, video=False)
+    assert [a.seed for a in agents] == [7, 8, 9]
+    assert len({id(a.action_space) for a in agents}) == 3
+    results = pal.load_results(tmp_path / "c")
+    by_source: dict[int, list[int]] = {}
+    for source, length in zip(results["data_sources"], results["episode_lengths"]):
+        by_source.setdefault(source, []).append(length)
+    assert sorted(by_source.values()) == sorted(a.episodes for a in agents)
+    assert summary.episodes == len(results["episode_lengths"]) >= 30

@@ -19,6 +19,10 @@ agents:
 example:
   palaestra run CartPole-v1 --agent cem --episodes 1000 --stop-when-solved --monitor runs/cartpole
   palaestra results runs/cartpole --plot cartpole.png
+  palaestra run Hex9x9-v0 --agent random --episodes 2000 --num-envs 64 --monitor runs/hex
+
+With --num-envs N the run is one vector env of N sub-environments (gymnasium.make_vec) under one
+vector Monitor, each sub-environment with an agent of its own; --steps then counts the steps of all.
 """
 
 
@@ -61,6 +65,19 @@ def register(subparsers: Any) -> None:
     video.add_argument("--no-video", dest="video", action="store_false", help="record no videos")
     parser.add_argument("--seed", type=int, default=None, help="seed the environment, action space and agent")
     parser.add_argument(
+        "--num-envs",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="run N sub-environments in one vector env, one agent each (default 1: a single env)",
+    )
+    parser.add_argument(
+        "--vectorization",
+        choices=["sync", "async", "vector_entry_point"],
+        default=None,
+        help="how --num-envs runs them (default: the env's own vector env if it has one, else sync)",
+    )
+    parser.add_argument(
         "--mode",
         choices=["training", "evaluation"],
         default="training",
@@ -98,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
         resume=args.resume,
         stop_when_solved=args.stop_when_solved,
         progress=args.progress,
+        num_envs=args.num_envs,
+        vectorization_mode=args.vectorization,
     )
     print(
         f"Recorded {summary.episodes} episodes ({summary.steps} steps, {summary.videos} videos) of "

@@ -111,13 +111,19 @@ def env_info_for(env: gymnasium.Env[Any, Any] | Any) -> dict[str, Any]:
     return info
 
 
+def prepare_offscreen_rendering() -> None:
+    """pygame-rendered envs initialise SDL's video, which prints "XDG_RUNTIME_DIR is invalid" on a
+    machine with no display; off-screen frames need no display driver. (Call it before the env
+    processes of an ``AsyncVectorEnv`` start, so that they inherit it.)"""
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+
+
 def video_mode_for(render_mode: str | None, env_id: str | None) -> str | None:
     """The render mode the Monitor records videos in (``None``: no videos, with a line saying why)."""
     if render_mode in VIDEO_RENDER_MODES:
-        if render_mode != "ansi" and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-            # pygame-rendered envs initialise SDL's video, which prints "XDG_RUNTIME_DIR is invalid"
-            # on a machine with no display; off-screen frames need no display driver.
-            os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        if render_mode != "ansi":
+            prepare_offscreen_rendering()
         return render_mode
     logger.info(
         "Monitor: videos are off for %s because its render_mode is %r; create the environment with "
