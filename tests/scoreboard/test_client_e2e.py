@@ -16,6 +16,7 @@ from typing import Any
 
 import gymnasium as gym
 import httpx
+import numpy as np
 import pytest
 from client_fixtures import (  # noqa: F401
     cli_logging,
@@ -389,3 +390,41 @@ def test_an_open_monitor_is_refused_before_anything_is_sent(scoreboard_server, t
             )
     finally:
         env.close()
+
+
+def test_a_cleanrl_style_vector_training_loop_uploads_and_shows_on_the_evaluation_page(scoreboard_server, tmp_path):
+    """gym.make_vec + the Monitor + a tiny numpy policy trained by random search, as CleanRL loops are
+    written; the run uploads as one evaluation whose numbers are the episodes of every sub-env."""
+    envs = gym.make_vec("FrozenLake-v1", num_envs=8, render_mode="ansi")  # ansi: videos without ffmpeg
+    envs = palaestra.Monitor(envs, tmp_path / "run")
+    rng = np.random.default_rng(0)
+    weights = rng.normal(size=(16, 4))
+    best, best_return = weights, -1.0
+    obs, _ = envs.reset(seed=0)
+    for _update in range(10):
+        returns = np.zeros(envs.num_envs)
+        for _ in range(40):
+            obs, reward, *_ = envs.step(np.argmax(weights[obs], axis=1))
+            returns += reward
+        if returns.mean() >= best_return:
+            best, best_return = weights, returns.mean()
+        weights = best + 0.5 * rng.normal(size=best.shape)
+    envs.close()
+    results = palaestra.load_results(tmp_path / "run")
+    assert len(results["manifests"]) == 8 and results["videos"]
+    evaluation_id = palaestra.upload(
+        str(tmp_path / "run"), algorithm_id="cleanrl-style", server=scoreboard_server.url,
+        api_key=scoreboard_server.api_key,
+    )
+    with client_for(scoreboard_server) as client:
+        evaluation = client.retrieve_evaluation(evaluation_id)
+    assert evaluation.env == "FrozenLake-v1"
+    assert evaluation.score is not None
+    assert evaluation.score.number_episodes == len(results["episode_lengths"]) > 50
+    assert evaluation.score.number_timesteps == sum(results["episode_lengths"])
+    assert evaluation.training_video is not None
+    page = httpx.get(f"{scoreboard_server.url}/evaluations/{evaluation_id}", timeout=30)
+    assert page.status_code == 200
+    assert f"<dt>Training episodes</dt><dd>{len(results['episode_lengths'])}</dd>" in page.text
+    assert f"<dt>Training timesteps</dt><dd>{sum(results['episode_lengths'])}</dd>" in page.text
+    assert "cleanrl-style" in page.text
