@@ -101,11 +101,14 @@ def episode_type_of(mode: str | None) -> str:
     return MODES[mode]
 
 
-def env_info_for(env: gymnasium.Env[Any, Any] | Any) -> dict[str, Any]:
-    """The ``env_info`` written to every manifest; identical for every monitor of one env id (an env
-    and a vector env of the same id have the same ``env_info``)."""
+def env_info_for(env: gymnasium.Env[Any, Any]) -> dict[str, Any]:
+    """The ``env_info`` written to every manifest; identical for every monitor of one env id."""
+    return env_info_of_spec(env.spec)
+
+
+def env_info_of_spec(spec: gymnasium.envs.registration.EnvSpec | None) -> dict[str, Any]:
+    """:func:`env_info_for` an env with this spec (a vector env's is its sub-environments')."""
     info: dict[str, Any] = {"gym_version": gymnasium.__version__, "palaestra_version": palaestra.__version__}
-    spec = env.spec
     if spec is not None:
         info["env_id"] = spec.id
     return info
@@ -173,7 +176,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     :class:`~palaestra.monitoring.vector.VectorMonitor` (same arguments, plus ``video_envs``).
     """
 
-    def __new__(cls, env: Any, *args: Any, **kwargs: Any) -> Any:
+    def __new__(cls, env: Any = None, *args: Any, **kwargs: Any) -> Any:
         if isinstance(env, gymnasium.vector.VectorEnv):
             from palaestra.monitoring.vector import VectorMonitor
 
@@ -415,6 +418,10 @@ def vector_env_fns(
     uid: str | None = None,
 ) -> list[Callable[[], Monitor[Any, Any]]]:
     """Wrap each sub-environment of a vector env in its own Monitor writing into one directory.
+
+    For a vector env as it is, ``palaestra.Monitor(vector_env, directory)`` records every
+    sub-environment from the calling process (a :class:`~palaestra.monitoring.vector.VectorMonitor`);
+    these functions give each sub-environment a complete Monitor of its own instead (its own videos).
 
     The ``force``/``resume`` rules are applied once, here, in the calling process; each sub-env then
     gets a distinct uid ``{uid or pid}-{index}``, so the manifests never collide, and

@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
 from palaestra.errors import MonitorError, ResetNeeded
@@ -38,7 +39,7 @@ from palaestra.monitoring import files
 from palaestra.monitoring.journal import KIND_BY_TYPE
 from palaestra.monitoring.monitor import (
     _registry,
-    env_info_for,
+    env_info_of_spec,
     episode_type_of,
     normalise_video_callable,
     prepare_directory,
@@ -92,7 +93,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         n = self.num_envs
         self.video_envs = _check_video_envs(video_envs, n)
         self.directory = prepare_directory(directory, force=force, resume=resume)
-        self.env_info = env_info_for(_spec_holder(env))
+        self.env_info = env_info_of_spec(_vector_spec(env))
         self.env_id: str | None = self.env_info.get("env_id")
         if self.env_id is None:
             logger.warning(
@@ -425,19 +426,18 @@ def autoreset_mode_of(env: VectorEnv[Any, Any, Any]) -> AutoresetMode:
     return mode
 
 
-def _spec_holder(env: VectorEnv[Any, Any, Any]) -> Any:
-    """What has the env id: the vector env's spec (``make_vec`` sets it), else its first sub-env's."""
+def _vector_spec(env: VectorEnv[Any, Any, Any]) -> EnvSpec | None:
+    """The env id's spec: the vector env's (``make_vec`` sets it), else its first sub-env's."""
     if env.spec is not None:
-        return env
+        return env.spec
     unwrapped = env.unwrapped
     if isinstance(unwrapped, SyncVectorEnv):
-        return unwrapped.envs[0]
+        return unwrapped.envs[0].spec
     get_attr = getattr(unwrapped, "get_attr", None)  # AsyncVectorEnv's, and most vector envs'
     try:
-        spec = get_attr("spec")[0] if get_attr is not None else None
+        return get_attr("spec")[0] if get_attr is not None else None
     except Exception:  # sub-environments without a spec attribute
-        spec = None
-    return type("_Spec", (), {"spec": spec})()
+        return None
 
 
 def _check_video_envs(video_envs: Sequence[int], num_envs: int) -> tuple[int, ...]:
