@@ -386,3 +386,23 @@ def test_rgb_videos_of_a_vector_entry_point_env_are_mp4s_of_sub_environment_0(tm
     for video, meta in results["videos"]:
         assert video.endswith(".mp4") and os.path.getsize(video) > 1000
         assert json.loads(Path(meta).read_text())["content_type"] == "video/mp4"
+
+
+def test_a_true_reward_in_info_is_recorded_instead_of_the_reward_the_agent_sees(tmp_path):
+    envs = palaestra.Monitor(
+        gym.make_vec("SemisuperPendulumNoise-v0", num_envs=2, vectorization_mode="sync"), tmp_path,
+        video_callable=False,
+    )
+    envs.reset(seed=0)
+    envs.action_space.seed(0)
+    seen = np.zeros(2)
+    true = np.zeros(2)
+    for _ in range(200):
+        _, reward, terminated, truncated, info = envs.step(envs.action_space.sample())
+        seen += reward
+        true += info["true_reward"]
+    envs.close()
+    assert terminated.all() or truncated.all()  # Pendulum's 200-step limit ends both at once
+    results = palaestra.load_results(tmp_path)
+    assert results["episode_rewards"] == pytest.approx(true.tolist())
+    assert results["episode_rewards"] != pytest.approx(seen.tolist())

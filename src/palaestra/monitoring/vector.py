@@ -137,14 +137,15 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
 
     # -- the VectorEnv API --------------------------------------------------------------------------
     # ``step`` is the hot path: the common case (no video recording, no sub-environment waiting for a
-    # reset) is this method, and a step that ends no episode costs one numpy addition and two
-    # count_nonzero calls; the other states set ``_step_override`` (see ``_set_step``).
+    # reset) is this method, and a step that ends no episode costs one numpy addition, one dict lookup
+    # (info["true_reward"]) and two count_nonzero calls; the other states set ``_step_override``
+    # (see ``_set_step``).
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         if self._step_override is not None:
             return self._step_override(actions)
         result = self.env.step(actions)
         returns = self._returns
-        returns += result[1]
+        returns += result[1] if "true_reward" not in result[4] else true_rewards(result[1], result[4])
         self._steps += 1
         # count_nonzero: a third of the cost of logical_or(...).any() (bench/vector_monitor.py).
         if self._restarting is not None or count_nonzero(result[2]) or count_nonzero(result[3]):
@@ -155,7 +156,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
 
     def _count(self, result: tuple[Any, ...]) -> np.ndarray | None:
         """The bookkeeping of one step; returns the done mask when episodes ended, else None."""
-        self._returns += result[1]
+        self._returns += result[1] if "true_reward" not in result[4] else true_rewards(result[1], result[4])
         self._steps += 1
         return self._ends(result)
 
@@ -407,6 +408,16 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
     def _write_manifests(self) -> None:
         for k in range(self.num_envs):
             self._write_manifest(k)
+
+
+def true_rewards(rewards: Any, infos: dict[str, Any]) -> Any:
+    """The rewards to record: ``info["true_reward"]`` where the sub-environments report one.
+
+    Semi-supervised environments (2017's SemisuperPendulum*) show the agent a distorted reward and put
+    the real one in ``info["true_reward"]``; the Monitor records the real one, as for a single env.
+    """
+    reported = infos.get("_true_reward")
+    return infos["true_reward"] if reported is None else np.where(reported, infos["true_reward"], rewards)
 
 
 def autoreset_mode_of(env: VectorEnv[Any, Any, Any]) -> AutoresetMode:
