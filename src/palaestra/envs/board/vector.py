@@ -6,7 +6,8 @@
   :class:`~palaestra.envs.board.go.GoEnv` / :class:`~palaestra.envs.board.hex.HexEnv`, plus
   ``num_envs`` and ``autoreset_mode``, and play the same games: each board is what one single env
   would play, with its own opponent (its own engine process for GTP opponents), seeded from the
-  vector env's generator at every new game.
+  vector env's generator at every new game (the random opponent: once per board at
+  ``reset(seed=...)``, its moves then continue from game to game).
 
 Every board's observation planes and legal moves live in arrays allocated once. The legal moves are
 one ``bytearray`` of B rows in OpenSpiel's action order plus a resign column, which the per-board
@@ -139,8 +140,18 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             self._step_boards = self._step_go_random
         else:
             self._step_boards = self._step_any
+        # A new game on a board of this env starts from a position known in advance (the agent is
+        # black and nobody moves before it): its legal row and planes are copied, not recomputed.
+        self._fresh_start = alternating and self._player == 0
+        initial = game.new_state()
+        self._initial_row = bytes([*initial.legal_actions_mask(), 1])
+        start_observer = game.make_observer()
+        start_observer.set_from(initial, 0)
+        self._initial_tensor = start_observer.tensor.copy()
+        self._no_moves_row = bytes(self._width)
         self._np_random_seed = None
-        self._np_random = None
+        self._np_random: np.random.Generator | None = None
+        self._seeds: list[int] = []
 
     # -- the VectorEnv API --------------------------------------------------------------------------
     def reset(
@@ -149,6 +160,12 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         """Start a game on every board (or on the boards of ``options["reset_mask"]``)."""
         if seed is not None or self._np_random is None:
             self._np_random, self._np_random_seed = seeding.np_random(seed)
+            self._seeds = []
+            if self._fresh_start:
+                # The random opponents are seeded here and play on across their boards' games (seeding
+                # a random.Random costs more than a whole Hex game's moves; bench/board_games.py).
+                for opponent in self.opponents:
+                    opponent.reset(self._next_seed())
         mask = (options or {}).get("reset_mask")
         boards = range(self.num_envs) if mask is None else np.flatnonzero(mask).tolist()
         replies = [-1] * self.num_envs
@@ -314,12 +331,19 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     # -- one board ------------------------------------------------------------------------------------
     def _restart(self, b: int) -> int:
         """A new game on board ``b``; the opponent's first move (env encoding) if it plays black, else -1."""
-        assert self._np_random is not None
         self._states[b] = self.game.new_state()
         self._over[b] = False
         self._resigned[b] = None
         self._end_info[b] = {}
-        self.opponents[b].reset(int(self._np_random.integers(2**31 - 1)))
+        if self._fresh_start:
+            base = b * self._width
+            self._legal[base : base + self._width] = self._initial_row
+            if self._incremental:
+                self._gathered[b] = self._initial_tensor
+            else:
+                self._tensors[b][:] = self._initial_tensor
+            return -1
+        self.opponents[b].reset(self._next_seed())
         reply = self._opponent_moves(b)
         if self._resigned[b] is not None or self._states[b].is_terminal():
             ended: list[int] = []
@@ -328,6 +352,14 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         else:
             self._refresh(b)
         return -1 if reply is None else reply
+
+    def _next_seed(self) -> int:
+        """A seed for an opponent, from the env's generator (drawn 256 at a time: one draw costs as
+        much as a few moves)."""
+        if not self._seeds:
+            assert self._np_random is not None
+            self._seeds = self._np_random.integers(2**31 - 1, size=256).tolist()[::-1]
+        return self._seeds.pop()
 
     def _refresh(self, b: int) -> None:
         """Board ``b``'s legal row and planes, from its engine state."""
@@ -377,7 +409,7 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         state = self._states[b]
         self._over[b] = True
         base = b * self._width
-        self._legal[base : base + self._width] = bytes(self._width)
+        self._legal[base : base + self._width] = self._no_moves_row
         self._set_from[b](state, 0)
         self._gathered[b] = self._tensors[b]
         loser = self._resigned[b]
