@@ -48,12 +48,13 @@ class Results(TypedDict):
 
 
 def read_stats_file(
-    path: str, journal: JournalSource | None = None, _journals: dict[str, Any] | None = None
+    path: str, journal: JournalSource | None = None, journal_cache: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """Read one stats file (or the journal a killed Monitor left beside it) and check its shape.
 
     ``journal`` names a vector Monitor's shared journal and the source index of this stats file's
     sub-environment (what its manifest says); without it the journal is the one beside the file.
+    ``journal_cache`` (a dict kept across calls) reads a shared journal once for all its sources.
     """
     doc: dict[str, Any] | None = None
     if os.path.exists(path):
@@ -64,7 +65,7 @@ def read_stats_file(
             if journal is None:
                 from_journal = read_journal(journal_file)
             else:
-                from_journal = _journal_source(journal_file, journal[1], _journals)
+                from_journal = _journal_source(journal_file, journal[1], journal_cache)
         except (OSError, ValueError) as e:
             raise ResultsError(f"Episode journal {journal_file} cannot be read: {e}") from None
         if doc is None or _size(from_journal) > _size(doc):
