@@ -5,7 +5,7 @@
 Scoring: one evaluation of N episodes (Python lists, as ``load_results`` returns them; 10% of them
 evaluation episodes, two data sources, a step budget that cuts the run at 80%) is scored by
 ``ClipTo01ThenAverage`` (fixed and ``legacy=True``), ``TotalReward``, and the per-env "solved"
-statistics of ``palaestra.scoring.score_from_merged``; best of ``--repeats``. When the gym 0.9.4
+statistics of ``palaestra.solved_stats.score_from_merged``; best of ``--repeats``. When the gym 0.9.4
 venv exists (.cache/gym094-venv, built by the test suite), the 2017 scorers are timed on the same
 episodes in that interpreter and the ratio is printed. Target (issue 7): well under a second each.
 
@@ -89,7 +89,7 @@ def best_of(repeats: int, fn: Callable[[], Any]) -> tuple[float, float, Any]:
 
 def bench_scoring(n: int, repeats: int) -> None:
     from palaestra.benchmarks import Benchmark, ClipTo01ThenAverage, TotalReward
-    from palaestra.scoring import score_from_merged
+    from palaestra.solved_stats import score_from_merged
 
     ev, budget = make_episodes(n)
     task = {
@@ -124,7 +124,7 @@ def bench_scoring(n: int, repeats: int) -> None:
             reward_threshold=195.0,
         ),
     )
-    ours["solved stats (palaestra.scoring)"] = (seconds, cpu, float("nan"))
+    ours["solved stats (palaestra.solved_stats)"] = (seconds, cpu, float("nan"))
 
     legacy_times: dict[str, list[float]] = {}
     if LEGACY_PYTHON.exists():

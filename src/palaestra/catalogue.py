@@ -23,7 +23,7 @@ import gymnasium
 
 from palaestra.envs import engines, legacy
 from palaestra.envs.legacy import Env2017
-from palaestra.scoring import DEFAULT_TRIALS
+from palaestra.solved_stats import DEFAULT_TRIALS
 
 __all__ = [
     "DEFAULT_TRIALS",

@@ -8,7 +8,7 @@
     print(format_summary(summary))
     plot_learning_curve(summary, "cartpole.png")      # needs matplotlib: pip install 'palaestra[plot]'
 
-The numbers are :func:`palaestra.scoring.score_results`'s, with the env's ``trials`` and
+The numbers are :func:`palaestra.solved_stats.solved_stats`'s, with the env's ``trials`` and
 ``reward_threshold`` from :mod:`palaestra.catalogue`: the same as the scoreboard's.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from palaestra.errors import DependencyNotInstalled, ResultsError
-from palaestra.scoring import SolvedStats
+from palaestra.solved_stats import SolvedStats
 
 __all__ = ["ResultsSummary", "format_summary", "plot_learning_curve", "summarize"]
 
@@ -67,13 +67,13 @@ def summarize(directory: str | os.PathLike[str]) -> ResultsSummary:
     """Load ``directory`` (see :func:`palaestra.load_results`) and score it against its env's rule."""
     from palaestra.catalogue import solving_criteria
     from palaestra.monitoring import load_results
-    from palaestra.scoring import score_results
+    from palaestra.solved_stats import solved_stats
 
     results = load_results(directory)
     env_id = str(results["env_info"].get("env_id"))
     # judged by the registry of the gym that recorded it (2017's for a gym 0.9 directory)
     trials, threshold = solving_criteria(env_id, results["env_info"].get("gym_version"))
-    stats = score_results(results, trials=trials, reward_threshold=threshold)
+    stats = solved_stats(results, trials=trials, reward_threshold=threshold)
     types = results.get("episode_types") or ["t"] * len(results["episode_rewards"])
     n_eval = sum(1 for t in types if t == "e")
     total = results.get("total_steps")
@@ -94,7 +94,7 @@ def _window(stats: SolvedStats, summary: ResultsSummary) -> str:
     """``episodes a-b`` of the best window (over training episodes)."""
     import numpy as np
 
-    from palaestra.scoring import running_mean
+    from palaestra.solved_stats import running_mean
 
     rewards = _training_rewards(summary)
     means = running_mean(rewards, summary.trials)
@@ -165,7 +165,7 @@ def plot_learning_curve(summary: ResultsSummary, path: str | os.PathLike[str]) -
         raise DependencyNotInstalled(
             "Plotting needs matplotlib: pip install 'palaestra[plot]' (or pip install matplotlib)"
         ) from None
-    from palaestra.scoring import trailing_mean
+    from palaestra.solved_stats import trailing_mean
 
     rewards = _training_rewards(summary)
     if not rewards:

@@ -195,7 +195,7 @@ def _accepts(func: Callable[..., Any], name: str, explicit: bool = False) -> boo
 class _SolveTracker:
     """Watches the training episodes' rewards for the first window that reaches the threshold.
 
-    Incremental, but with :func:`palaestra.scoring.running_mean`'s arithmetic (differences of prefix
+    Incremental, but with :func:`palaestra.solved_stats.running_mean`'s arithmetic (differences of prefix
     sums added left to right, as ``np.cumsum`` does), so that "solved" here is exactly what
     ``palaestra results`` and the scoreboard will compute from the same episodes.
     """

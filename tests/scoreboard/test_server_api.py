@@ -23,7 +23,7 @@ from server_helpers import (
     video_archive,
 )
 
-from palaestra import catalogue, scoring
+from palaestra import catalogue, solved_stats
 from palaestra.scoreboard import protocol
 
 
@@ -75,7 +75,7 @@ def test_evaluation_is_scored_on_ingest_with_the_scoring_module(scoreboard_serve
         entry = catalogue.lookup("CartPole-v1")
         assert entry is not None
         merged = {**batch, "initial_reset_timestamp": min(batch["initial_reset_timestamps"])}
-        expected = scoring.score_results(merged, trials=entry.trials, reward_threshold=entry.reward_threshold)
+        expected = solved_stats.solved_stats(merged, trials=entry.trials, reward_threshold=entry.reward_threshold)
         score = ev["score"]
         for k, v in expected.items():
             assert score[k] == pytest.approx(v), k
@@ -110,7 +110,7 @@ def test_unknown_env_is_accepted_and_unlisted(scoreboard_server: ScoreboardServe
     with scoreboard_server.client() as c:
         ev = upload_evaluation(c, "NoSuchEnv-v7", make_batch(3), algorithm={})
         assert ev["env"] == "NoSuchEnv-v7" and ev["env_listed"] is False
-        assert ev["score"]["trials"] == scoring.DEFAULT_TRIALS and ev["score"]["reward_threshold"] is None
+        assert ev["score"]["trials"] == solved_stats.DEFAULT_TRIALS and ev["score"]["reward_threshold"] is None
         assert c.get("/v1/envs/NoSuchEnv-v7").json()["listed"] is False
         groups = {g["id"]: g for g in c.get("/v1/groups").json()["data"]}
         assert "CartPole-v1" in groups["classic_control"]["envs"] and groups["toy_text"]["name"] == "Toy text"

@@ -25,7 +25,7 @@ from palaestra.scoreboard.server.app import create_app
 from palaestra.scoreboard.server.config import resolve_config
 from palaestra.scoreboard.server.state import build_state
 from palaestra.scoreboard.server.web import assets
-from palaestra.scoring import score_from_merged
+from palaestra.solved_stats import score_from_merged
 
 EVAL_LINK_RE = re.compile(r'<td(?: class="opt")?><a href="/evaluations/(eval_\w+)">')
 N_EVALUATIONS = 30

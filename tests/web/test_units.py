@@ -8,7 +8,7 @@ import pytest
 from palaestra.scoreboard.server.web import curves
 from palaestra.scoreboard.server.web.render import fmt_number, safe_url
 from palaestra.scoreboard.server.web.views import Page, clamp_page
-from palaestra.scoring import trailing_mean
+from palaestra.solved_stats import trailing_mean
 
 
 @pytest.mark.parametrize(

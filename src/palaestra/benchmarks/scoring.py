@@ -2,7 +2,7 @@
 
 This is palaestra's one benchmark-scoring module: the CLI (``palaestra benchmark score``), the
 runner and the scoreboard server all call it. (Per-env "solved" statistics are a different thing and
-live in :mod:`palaestra.scoring`.)
+live in :mod:`palaestra.solved_stats`.)
 
 Scorers, exactly as in 2017 (``null_score`` 0.0; each returns an :class:`EvaluationScore` per
 evaluation, with one entry per task of the env):

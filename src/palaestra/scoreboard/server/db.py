@@ -222,7 +222,7 @@ class Evaluation(Base):
     training_video: Mapped[str | None] = mapped_column(sa.String(40), default=None)  # file id
     #: blob key of the enriched episode batch (uploaded keys + env_id + initial_reset_timestamp)
     episode_batch_key: Mapped[str | None] = mapped_column(sa.String(300), default=None)
-    # -- "solved" statistics (palaestra.scoring.SolvedStats) and what they were scored against --
+    # -- "solved" statistics (palaestra.solved_stats.SolvedStats) and what they were scored against --
     trials: Mapped[int] = mapped_column(default=100)
     reward_threshold: Mapped[float | None] = mapped_column(sa.Float, default=None)
     solved: Mapped[bool] = mapped_column(default=False)
@@ -234,7 +234,7 @@ class Evaluation(Base):
     number_timesteps: Mapped[int] = mapped_column(sa.BigInteger, default=0)
     seconds_to_solve: Mapped[float | None] = mapped_column(sa.Float, default=None)
     seconds_in_total: Mapped[float | None] = mapped_column(sa.Float, default=None)
-    #: palaestra.scoring.compute_graph_stats output (learning-curve series), or None
+    #: palaestra.solved_stats.compute_graph_stats output (learning-curve series), or None
     graph_stats: Mapped[dict[str, Any] | None] = mapped_column(default=None, deferred=True)
     #: the benchmark's per-evaluation score (``score_evaluation``), when linked to a known benchmark
     benchmark_score: Mapped[dict[str, Any] | None] = mapped_column(default=None, deferred=True)

@@ -7,7 +7,7 @@
   count, member size and total expansion; every mp4/avi is probed with ffprobe (or, without one,
   the ffmpeg that imageio-ffmpeg ships) and must hold a video stream; every JSON recording and
   metadata file must parse.
-- Scoring: :func:`palaestra.scoring.score_results` and :func:`palaestra.scoring.compute_graph_stats`
+- Scoring: :func:`palaestra.solved_stats.score_from_merged` and :func:`palaestra.solved_stats.compute_graph_stats`
   with the env's ``trials`` and ``reward_threshold`` from :mod:`palaestra.catalogue`, by the registry
   of the gym that recorded the run (``gym_version``; 2017's for gym 0.9).
 
@@ -34,7 +34,7 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
-from palaestra import catalogue, scoring
+from palaestra import catalogue, solved_stats
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4, VIDEO_META_NAME_RE, VIDEO_NAME_RE
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server.config import GRAPH_BUCKETS
@@ -443,7 +443,7 @@ def _first_error(e: ValidationError) -> str:
 class EvaluationScoring:
     """What ingest stores with an evaluation so that pages never recompute it."""
 
-    stats: scoring.SolvedStats
+    stats: solved_stats.SolvedStats
     graph_stats: dict[str, Any] | None
     trials: int
     reward_threshold: float | None
@@ -471,12 +471,12 @@ def score_batch(
     """Score an evaluation's episodes against its env's ``trials`` and ``reward_threshold``, by the
     registry of the gym that recorded it (:func:`palaestra.catalogue.solving_criteria`)."""
     entry = catalogue.lookup(env_id) if env_id else None
-    trials, threshold = catalogue.solving_criteria(env_id, gym_version) if env_id else (scoring.DEFAULT_TRIALS, None)
+    trials, threshold = catalogue.solving_criteria(env_id, gym_version) if env_id else (solved_stats.DEFAULT_TRIALS, None)
     if batch is None:
-        stats = scoring.score_from_merged([], [], None, [], None, trials=trials, reward_threshold=threshold)
+        stats = solved_stats.score_from_merged([], [], None, [], None, trials=trials, reward_threshold=threshold)
         graph = None
     else:
-        stats = scoring.score_from_merged(
+        stats = solved_stats.score_from_merged(
             batch.episode_lengths,
             batch.episode_rewards,
             batch.episode_types,
@@ -485,7 +485,7 @@ def score_batch(
             trials=trials,
             reward_threshold=threshold,
         )
-        graph = scoring.compute_graph_stats(
+        graph = solved_stats.compute_graph_stats(
             batch.episode_lengths,
             batch.episode_rewards,
             batch.timestamps,

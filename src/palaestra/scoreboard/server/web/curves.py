@@ -1,7 +1,7 @@
 """Learning-curve series for an evaluation page, from the stored episode batch.
 
 The chart shows each training episode's reward and length against three x axes (episode, timestep,
-wall-clock seconds), the ``trials``-episode running mean (:func:`palaestra.scoring.trailing_mean`,
+wall-clock seconds), the ``trials``-episode running mean (:func:`palaestra.solved_stats.trailing_mean`,
 the same windows "solved" is judged on) and the reward threshold. Long runs are averaged into at
 most :data:`MAX_POINTS` points per series; the running mean is computed at full resolution first.
 When the stored batch cannot be read, the server's precomputed ``graph_stats`` (binned means) are
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from palaestra.scoring import trailing_mean
+from palaestra.solved_stats import trailing_mean
 
 MAX_POINTS = 2000
 _CACHE_SIZE = 32

@@ -1,6 +1,12 @@
-"""Scoring an evaluation: "solved" and the learning-curve series (spec §4.6).
+"""An evaluation's "solved" statistics and its learning-curve series (spec §4.6).
 
-One implementation, called by ``palaestra results``, the benchmark runner and the scoreboard server.
+- :func:`solved_stats` (and :func:`score_from_merged`, 2017's name, on plain arrays): when the env
+  counts as solved, the best window's mean and error, episode and step counts, seconds to solve;
+- :func:`compute_graph_stats`: the learning-curve series the scoreboard draws;
+- :func:`running_mean`, :func:`trailing_mean`: the window arithmetic they share.
+
+One implementation, called by ``palaestra results``, the benchmark runner and the scoreboard server
+(benchmark *scores* are another thing: :mod:`palaestra.benchmarks.scoring`).
 An environment counts as solved when some window of ``trials`` (100) consecutive *training*
 episodes averages at least its ``reward_threshold``; ``episode_t_value`` is the index of the first
 such window, i.e. the number of episodes before the solve.
@@ -16,6 +22,16 @@ from collections.abc import Sequence
 from typing import Any, TypedDict
 
 import numpy as np
+
+__all__ = [
+    "DEFAULT_TRIALS",
+    "SolvedStats",
+    "compute_graph_stats",
+    "running_mean",
+    "score_from_merged",
+    "solved_stats",
+    "trailing_mean",
+]
 
 DEFAULT_TRIALS = 100
 
@@ -110,8 +126,9 @@ def _window_error(best: np.ndarray, trials: int, legacy: bool) -> float:
     return float(np.std(best, ddof=1) / np.sqrt(trials))
 
 
-def score_results(results: Any, trials: int = DEFAULT_TRIALS, reward_threshold: float | None = None,
-                  legacy: bool = False) -> SolvedStats:
+def solved_stats(
+    results: Any, trials: int = DEFAULT_TRIALS, reward_threshold: float | None = None, legacy: bool = False
+) -> SolvedStats:
     """:func:`score_from_merged` on what :func:`palaestra.load_results` (or an episode batch) holds."""
     return score_from_merged(
         results["episode_lengths"],

@@ -1,4 +1,4 @@
-"""palaestra.scoring: "solved" and the learning-curve series, pinned against gym 0.9.4's scorer."""
+"""palaestra.solved_stats: "solved" and the learning-curve series, pinned against gym 0.9.4's scorer."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ import numpy as np
 import pytest
 
 from legacy_gym import run_legacy_gym
-from palaestra.scoring import compute_graph_stats, running_mean, score_from_merged, trailing_mean
+from palaestra.solved_stats import (
+    compute_graph_stats,
+    running_mean,
+    score_from_merged,
+    solved_stats,
+    trailing_mean,
+)
 
 
 def synthetic_run(n: int = 300, seed: int = 0) -> dict:
@@ -123,3 +129,24 @@ def test_the_live_solve_check_of_palaestra_run_agrees_with_scoring():
         stats = score_from_merged([1] * 300, rewards, None, list(range(300)), 0.0, trials=100, reward_threshold=475.0)
         assert tracker.solved_at == stats["episode_t_value"]
         assert tracker.best_mean == pytest.approx(stats["mean"])
+
+
+def test_solved_stats_reads_a_results_mapping_like_score_from_merged():
+    run = synthetic_run()
+    merged = score_from_merged(run["episode_lengths"], run["episode_rewards"], run["episode_types"],
+                               run["timestamps"], run["initial_reset_timestamp"], trials=100, reward_threshold=300.0)
+    assert solved_stats(run, trials=100, reward_threshold=300.0) == merged
+
+
+def test_the_old_palaestra_scoring_module_still_works_and_says_where_it_moved():
+    import importlib
+    import sys
+
+    sys.modules.pop("palaestra.scoring", None)
+    with pytest.warns(DeprecationWarning, match=r"palaestra\.solved_stats.*score_results is now solved_stats"):
+        scoring = importlib.import_module("palaestra.scoring")
+    run = synthetic_run()
+    assert scoring.score_results(run, trials=100, reward_threshold=300.0) == solved_stats(
+        run, trials=100, reward_threshold=300.0
+    )
+    assert scoring.running_mean is running_mean and scoring.DEFAULT_TRIALS == 100
