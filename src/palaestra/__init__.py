@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
 import palaestra.envs  # noqa: F401  (registers palaestra's environments with Gymnasium)
+from palaestra._version import __version__
 from palaestra.monitoring import Monitor, VectorMonitor, load_results
 
 if TYPE_CHECKING:

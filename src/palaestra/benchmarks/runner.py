@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import palaestra
+from palaestra._version import __version__
 from palaestra.benchmarks.registry import Benchmark, benchmark_spec, env_unavailable_reason
 from palaestra.errors import DependencyNotInstalled, Error
 
@@ -239,7 +239,7 @@ def _record(spec: TrialSpec, directory: str) -> TrialOutcome:
         "episodes": episodes,
         "seconds": seconds,
         "finished_at": time.time(),
-        "palaestra_version": palaestra.__version__,
+        "palaestra_version": __version__,
     }
     files.atomic_write_json(marker_path, marker)
     return TrialOutcome(spec.env_id, spec.trial, spec.directory, "finished", steps, episodes, seconds)

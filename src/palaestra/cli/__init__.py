@@ -17,7 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-import palaestra
+from palaestra._version import __version__
 from palaestra.errors import Error
 
 # Subcommand modules, in the order ``--help`` lists them; a module that is not there yet is skipped.
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="palaestra",
         description="Record, score, upload and compare reinforcement-learning runs (the 2017 Gym system, today).",
     )
-    parser.add_argument("--version", action="version", version=f"palaestra {palaestra.__version__}")
+    parser.add_argument("--version", action="version", version=f"palaestra {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     parser.add_argument("-q", "--quiet", action="store_true", help="log only warnings and errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -21,7 +21,7 @@ from typing import Any, Protocol, SupportsFloat
 import gymnasium
 from gymnasium.core import ActType, ObsType
 
-import palaestra
+from palaestra._version import __version__
 from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import files
 from palaestra.monitoring.schedules import VideoSchedule, capped_cubic_video_schedule, disable_videos
@@ -108,7 +108,7 @@ def env_info_for(env: gymnasium.Env[Any, Any]) -> dict[str, Any]:
 
 def env_info_of_spec(spec: gymnasium.envs.registration.EnvSpec | None) -> dict[str, Any]:
     """:func:`env_info_for` an env with this spec (a vector env's is its sub-environments')."""
-    info: dict[str, Any] = {"gym_version": gymnasium.__version__, "palaestra_version": palaestra.__version__}
+    info: dict[str, Any] = {"gym_version": gymnasium.__version__, "palaestra_version": __version__}
     if spec is not None:
         info["env_id"] = spec.id
     return info

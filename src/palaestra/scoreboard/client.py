@@ -58,7 +58,7 @@ import numpy as np
 import platformdirs
 from pydantic import BaseModel, ValidationError
 
-import palaestra
+from palaestra._version import __version__
 from palaestra.errors import (
     APIConnectionError,
     APIError,
@@ -610,7 +610,7 @@ def progress_bar(total: int, desc: str, stream: IO[str] | None = None) -> Any:
 ModelT = TypeVar("ModelT", bound=BaseModel)
 #: How many times an upload form that the server no longer accepts is replaced by a fresh one.
 MAX_FORM_RENEWALS = 2
-USER_AGENT = f"palaestra/{palaestra.__version__} httpx/{httpx.__version__}"
+USER_AGENT = f"palaestra/{__version__} httpx/{httpx.__version__}"
 
 
 class ScoreboardClient:

@@ -29,7 +29,7 @@ from typing import Any
 
 import gymnasium
 
-import palaestra
+from palaestra._version import __version__
 from palaestra.errors import ResultsError
 from palaestra.monitoring import files
 
@@ -199,7 +199,7 @@ def env_info(env_id: str) -> dict[str, Any]:
     return {
         "env_id": env_id,
         "gym_version": gymnasium.__version__,
-        "palaestra_version": palaestra.__version__,
+        "palaestra_version": __version__,
         "imported_from": "stable-baselines3 monitor.csv",
     }
 

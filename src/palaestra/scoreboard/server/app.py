@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 
-import palaestra
+from palaestra._version import __version__
 from palaestra.scoreboard.server import api, problems
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
 from palaestra.scoreboard.server.ingest import warm_up
@@ -81,7 +81,7 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
 
     app = FastAPI(
         title="palaestra scoreboard",
-        version=palaestra.__version__,
+        version=__version__,
         description="The 2017 OpenAI Gym scoreboard API (/v1), self-hosted.",
         lifespan=lifespan,
     )
