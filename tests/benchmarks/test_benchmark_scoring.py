@@ -17,6 +17,7 @@ from palaestra.benchmarks import (
     TotalReward,
     benchmark_score_from_local,
     register_benchmark,
+    runs,
     score_benchmark_run,
     scoring,
 )
@@ -189,3 +190,27 @@ def test_benchmark_score_from_local_reads_monitor_directories(tmp_path: Path) ->
     assert result["tasks"][1]["trial_scores"] == [0.0]  # Acrobot: no trial recorded
     with pytest.raises(ResultsError, match="does not exist"):
         benchmark_score_from_local("ScoreLocal-v0", tmp_path / "missing")
+
+
+def test_the_run_walker_finds_nested_trials_in_natural_order(tmp_path: Path) -> None:
+    for name in ["b/CartPole-v1-10", "b/CartPole-v1-9", "a/CartPole-v1-2", "b/CartPole-v1-1"]:
+        env = palaestra.Monitor(gymnasium.make("CartPole-v1"), tmp_path / name, video_callable=False)
+        env.reset(seed=0)
+        env.close()
+    (tmp_path / "b" / "not-a-run").mkdir()
+    found = [Path(d).relative_to(tmp_path).as_posix() for d in runs.training_directories(tmp_path)]
+    assert found == ["a/CartPole-v1-2", "b/CartPole-v1-1", "b/CartPole-v1-9", "b/CartPole-v1-10"]
+    assert runs.trial_directory(str(tmp_path / "b"), "CartPole-v1", 10) == str(tmp_path / "b/CartPole-v1-10")
+    with pytest.raises(ResultsError, match=r"missing does not exist or is not a directory"):
+        runs.training_directories(tmp_path / "missing")
+
+
+def test_the_moved_benchmark_scoring_names_still_work_with_a_deprecation_warning() -> None:
+    with pytest.warns(DeprecationWarning, match=r"scoring\.EvaluationScore is deprecated: use .*TaskScores"):
+        assert scoring.EvaluationScore is scoring.TaskScores
+    with pytest.warns(DeprecationWarning, match=r"find_training_dirs is deprecated: use .*runs\.training_directories"):
+        assert scoring.find_training_dirs is runs.training_directories
+    with pytest.warns(DeprecationWarning, match=r"runs\.score_benchmark_run"):
+        assert scoring.score_benchmark_run is score_benchmark_run
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        scoring.nothing_here  # noqa: B018

@@ -29,6 +29,7 @@ from client_fixtures import (  # noqa: F401
 )
 
 import palaestra
+from palaestra.benchmarks import TotalReward, benchmark_score_from_local, register_benchmark
 from palaestra.errors import (
     AuthenticationError,
     MonitorError,
@@ -276,6 +277,30 @@ def test_benchmark_checks_the_id_and_warns_about_missing_tasks(scoreboard_server
         run_id = palaestra.upload(str(root), benchmark_id="ClassicControl2-v1", **kwargs)
     assert "Benchmark ClassicControl2-v1 expects env ids ['CartPole-v0', 'Pendulum-v1']" in caplog.text
     assert len(evaluation_ids(scoreboard_server, benchmark_run_id=run_id)) == 1
+
+
+@pytest.mark.filterwarnings("ignore:.*CartPole-v0 is out of date")
+def test_a_run_of_twelve_trials_is_uploaded_in_the_order_it_is_scored_locally(scoreboard_server, tmp_path):
+    """Trial 10 comes after trial 9, not after trial 1: the client and the scorer walk the run alike."""
+    root = tmp_path / "run"
+    for trial in range(12):  # trial t has t + 1 episodes, so each evaluation tells which trial it is
+        record_cartpole(root / f"CartPole-v0-{trial}", episodes=trial + 1, seed=trial, env_id="CartPole-v0")
+    register_benchmark(
+        "TwelveTrials-v0",
+        TotalReward(),
+        [{"env_id": "CartPole-v0", "trials": 12, "max_timesteps": 10**6}],
+        add_view=False,
+    )
+    local = benchmark_score_from_local("TwelveTrials-v0", root, reps=100)
+    local_order = [len(palaestra.load_results(d)["episode_lengths"]) for d in local["directories"]]
+    assert local_order == list(range(1, 13))
+
+    kwargs = {"server": scoreboard_server.url, "api_key": scoreboard_server.api_key}
+    run_id = palaestra.upload(str(root), benchmark_id="ClassicControl2-v1", **kwargs)
+    with client_for(scoreboard_server) as client:
+        run = client.retrieve_benchmark_run(run_id)  # evaluations in the order they were created
+        uploaded_order = [client.retrieve_evaluation(e).score.number_episodes for e in run.evaluations]
+    assert uploaded_order == local_order
 
 
 def test_cli_login_then_upload(scoreboard_server, tmp_path):

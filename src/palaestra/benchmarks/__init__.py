@@ -4,8 +4,10 @@
   :data:`registry`: the 2017 registration semantics (spec §5.1); importing this package registers
   the twelve 2017 benchmarks and their current equivalents (:mod:`.definitions`).
 * :mod:`.scoring` (also importable as ``scorers``): ``ClipTo01ThenAverage``, ``TotalReward``,
-  ``RewardPerTime``, the run aggregate, :func:`score_benchmark_run` (the scoreboard server's hook)
-  and :func:`benchmark_score_from_local`.
+  ``RewardPerTime`` and the run aggregate.
+* :mod:`.runs`: a run's folders (:func:`~.runs.training_directories`, the one walker, in natural
+  order) and scoring a whole run: :func:`score_benchmark_run` (the scoreboard server's hook) and
+  :func:`benchmark_score_from_local`.
 * :mod:`.statistics`: IQM / mean / median / optimality gap with stratified bootstrap intervals,
   performance profiles.
 * :mod:`.runner`: :func:`~palaestra.benchmarks.runner.run_benchmark`, every task x trial under the
@@ -14,7 +16,7 @@
 
 from __future__ import annotations
 
-from palaestra.benchmarks import scoring
+from palaestra.benchmarks import runs, scoring
 from palaestra.benchmarks import scoring as scorers
 from palaestra.benchmarks.definitions import BENCHMARKS_2017, CURRENT_EQUIVALENTS, register_all
 from palaestra.benchmarks.registry import (
@@ -27,13 +29,12 @@ from palaestra.benchmarks.registry import (
     register_benchmark_view,
     registry,
 )
+from palaestra.benchmarks.runs import benchmark_score_from_local, score_benchmark_run
 from palaestra.benchmarks.scoring import (
     ClipTo01ThenAverage,
     RewardPerTime,
     TotalReward,
     benchmark_aggregate_score,
-    benchmark_score_from_local,
-    score_benchmark_run,
 )
 
 register_all()
@@ -54,6 +55,7 @@ __all__ = [
     "register_benchmark",
     "register_benchmark_view",
     "registry",
+    "runs",
     "score_benchmark_run",
     "scorers",
     "scoring",

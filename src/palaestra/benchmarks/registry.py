@@ -19,12 +19,10 @@ import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
+from palaestra.benchmarks.scoring import BenchmarkScorer, TaskScores, score_results
 from palaestra.errors import Error, Unregistered, UnregisteredBenchmark
-
-if TYPE_CHECKING:
-    from palaestra.benchmarks.scoring import BenchmarkScorer, EvaluationScore
 
 logger = logging.getLogger("palaestra.benchmarks")
 
@@ -197,7 +195,7 @@ class Benchmark:
         abandoned_steps: Sequence[int] | None = None,
         abandoned_timestamps: Sequence[float] | None = None,
         legacy: bool = False,
-    ) -> EvaluationScore:
+    ) -> TaskScores:
         """Score one evaluation (one training directory) against every task of ``env_id``."""
         return self.scorer.score_evaluation(
             self,
@@ -213,10 +211,8 @@ class Benchmark:
             legacy=legacy,
         )
 
-    def score_results(self, env_id: str, results: Mapping[str, Any], legacy: bool = False) -> EvaluationScore:
+    def score_results(self, env_id: str, results: Mapping[str, Any], legacy: bool = False) -> TaskScores:
         """:meth:`score_evaluation` on what :func:`palaestra.load_results` (or an episode batch) holds."""
-        from palaestra.benchmarks.scoring import score_results
-
         return score_results(self, env_id, results, legacy=legacy)
 
     def score_benchmark(self, score_map: Mapping[str, Sequence[Sequence[float]]]) -> float:

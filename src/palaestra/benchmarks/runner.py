@@ -1,7 +1,8 @@
 """Run a benchmark: every env x trial under the Monitor, in worker processes or as Ray tasks.
 
-Layout (the 2017 ``benchmark_runner``'s): trial ``t`` of env ``E`` is recorded into
-``{out}/{E}-{t}`` by ``palaestra.Monitor(video_callable=False)``. One directory serves every task of
+Layout (the 2017 ``benchmark_runner``'s, :func:`palaestra.benchmarks.runs.trial_directory`): trial ``t``
+of env ``E`` is recorded into ``{out}/{E}-{t}`` by ``palaestra.Monitor(video_callable=False)``; the
+run's walker (:func:`~palaestra.benchmarks.runs.training_directories`) reads them back in trial order. One directory serves every task of
 its env (each task scores it against its own budget), so a trial runs until *every* task's budget is
 used: a task's budget is used when the trial's cumulative steps reach its ``max_timesteps`` or the
 wall time since the first reset reaches its ``max_seconds``. Steps are counted by
@@ -39,6 +40,7 @@ from typing import Any
 
 from palaestra._version import __version__
 from palaestra.benchmarks.registry import Benchmark, benchmark_spec, env_unavailable_reason
+from palaestra.benchmarks.runs import trial_directory
 from palaestra.errors import DependencyNotInstalled, Error
 
 logger = logging.getLogger("palaestra.benchmarks")
@@ -158,7 +160,7 @@ def plan_trials(benchmark: Benchmark, out_dir: str, agent: str, seed: int | None
                     benchmark_id=benchmark.id,
                     env_id=env_id,
                     trial=trial,
-                    directory=os.path.join(out_dir, f"{env_id}-{trial}"),
+                    directory=trial_directory(out_dir, env_id, trial),
                     budgets=budgets,
                     agent=agent,
                     seed=trial_seed(seed, env_id, trial),

@@ -1,10 +1,11 @@
 """Benchmark scoring: the 2017 rules (spec §5.3, §5.4), two defects fixed, ``legacy=True`` for 2017 numbers.
 
 This is palaestra's one benchmark-scoring module: the CLI (``palaestra benchmark score``), the
-runner and the scoreboard server all call it. (Per-env "solved" statistics are a different thing and
-live in :mod:`palaestra.solved_stats`.)
+runner and the scoreboard server all call it, through :mod:`palaestra.benchmarks.runs` when they
+score a whole run. (Per-env "solved" statistics are a different thing and live in
+:mod:`palaestra.solved_stats`.)
 
-Scorers, exactly as in 2017 (``null_score`` 0.0; each returns an :class:`EvaluationScore` per
+Scorers, exactly as in 2017 (``null_score`` 0.0; each returns the :class:`TaskScores` of one
 evaluation, with one entry per task of the env):
 
 * :class:`ClipTo01ThenAverage` (``num_episodes=100``): the last ``num_episodes`` *evaluation*
@@ -44,8 +45,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
@@ -62,20 +61,17 @@ __all__ = [
     "BenchmarkScorer",
     "BenchmarkScoringRule",
     "ClipTo01ThenAverage",
-    "EvaluationScore",
     "RewardPerTime",
+    "TaskScores",
     "TotalReward",
     "benchmark_aggregate_score",
-    "benchmark_score_from_local",
     "env_solved",
-    "find_training_dirs",
-    "score_benchmark_run",
     "score_results",
 ]
 
 
-class EvaluationScore(TypedDict):
-    """The score of one evaluation (one training directory): one entry per task of its env."""
+class TaskScores(TypedDict):
+    """The scores of one evaluation (one training directory): one entry per task of its env."""
 
     rewards: list[np.ndarray]
     lengths: list[np.ndarray]
@@ -122,7 +118,7 @@ class BenchmarkScorer(Protocol):
         abandoned_steps: Sequence[int] | None = None,
         abandoned_timestamps: Sequence[float] | None = None,
         legacy: bool = False,
-    ) -> EvaluationScore: ...
+    ) -> TaskScores: ...
 
     def score_benchmark(
         self, benchmark: Benchmark, episode_scores: Mapping[str, Sequence[Sequence[float]]]
@@ -270,7 +266,7 @@ class ClipTo01ThenAverage:
         abandoned_steps: Sequence[int] | None = None,
         abandoned_timestamps: Sequence[float] | None = None,
         legacy: bool = False,
-    ) -> EvaluationScore:
+    ) -> TaskScores:
         tasks = benchmark.task_specs(env_id)
         initial_reset_timestamp = _initial_reset_timestamp(initial_reset_timestamps)
         stamps = np.asarray(timestamps, dtype=float)
@@ -295,7 +291,7 @@ class ClipTo01ThenAverage:
             )
         elapsed_seconds = np.cumsum(durations[t_idx])
 
-        result = EvaluationScore(
+        result = TaskScores(
             rewards=[],
             lengths=[],
             scores=[],
@@ -389,7 +385,7 @@ class BenchmarkScoringRule:
         abandoned_steps: Sequence[int] | None = None,
         abandoned_timestamps: Sequence[float] | None = None,
         legacy: bool = False,
-    ) -> EvaluationScore:
+    ) -> TaskScores:
         tasks = benchmark.task_specs(env_id)
         initial_reset_timestamp = _initial_reset_timestamp(initial_reset_timestamps)
         stamps = np.asarray(timestamps, dtype=float)
@@ -404,7 +400,7 @@ class BenchmarkScoringRule:
             )
         elapsed_seconds = np.cumsum(durations)
 
-        result = EvaluationScore(
+        result = TaskScores(
             rewards=[],
             lengths=[],
             scores=[],
@@ -480,7 +476,7 @@ class RewardPerTime(BenchmarkScoringRule):
 
 def score_results(
     benchmark: Benchmark, env_id: str, results: Mapping[str, Any], legacy: bool = False
-) -> EvaluationScore:
+) -> TaskScores:
     """Score a results-like mapping (what :func:`palaestra.load_results` returns, or an uploaded
     episode batch) against ``env_id``'s tasks.
 
@@ -521,7 +517,7 @@ def _legacy_solved_count(solves: Sequence[np.ndarray]) -> float:
     return float(sum(np.sum(s) for s in solves))
 
 
-def env_solved(result: EvaluationScore) -> bool:
+def env_solved(result: TaskScores) -> bool:
     """The fixed rule for one evaluation: every task scored an episode and every scored episode
     reached the ceiling."""
     return bool(result["solves"]) and all(len(s) > 0 and bool(np.all(s)) for s in result["solves"])
@@ -529,10 +525,10 @@ def env_solved(result: EvaluationScore) -> bool:
 
 def benchmark_aggregate_score(
     benchmark: Benchmark,
-    env_id_to_benchmark_results: Mapping[str, Sequence[EvaluationScore]],
+    env_id_to_benchmark_results: Mapping[str, Sequence[TaskScores]],
     legacy: bool = False,
 ) -> AggregateScore:
-    """Aggregate a benchmark run: ``{env_id: [one EvaluationScore per trial, ...]}``.
+    """Aggregate a benchmark run: ``{env_id: [one TaskScores per trial, ...]}``.
 
     For each env of the benchmark, the first ``trials`` evaluations count (extra ones are ignored,
     missing ones score ``null_score`` for every task and make the env unsolved). Returns the 2017
@@ -582,145 +578,29 @@ def benchmark_aggregate_score(
     )
 
 
-# -- scoring a whole benchmark run (the scoreboard server's and the CLI's entry points) ------------
+#: Names that moved to :mod:`palaestra.benchmarks.runs` (old name -> new name there).
+_MOVED_TO_RUNS = {
+    "score_benchmark_run": "score_benchmark_run",
+    "benchmark_score_from_local": "benchmark_score_from_local",
+    "find_training_dirs": "training_directories",
+}
 
 
-def _task_key(env_id: str, index: int, count: int) -> str:
-    return env_id if count == 1 else f"{env_id}[{index}]"
+def __getattr__(name: str) -> Any:
+    """The deprecated names: ``EvaluationScore`` is :class:`TaskScores` (the scoreboard's wire
+    protocol has an ``EvaluationScore`` of its own), and the whole-run entry points moved to
+    :mod:`palaestra.benchmarks.runs` (which imports this module, hence the late import)."""
+    if name == "EvaluationScore":
+        new: Any = TaskScores
+        where = "palaestra.benchmarks.scoring.TaskScores"
+    elif name in _MOVED_TO_RUNS:
+        from palaestra.benchmarks import runs
 
-
-def score_benchmark_run(
-    benchmark_id: str | Benchmark,
-    evaluations: Sequence[tuple[str, Mapping[str, Any]]],
-    legacy: bool = False,
-    reps: int | None = None,
-    seed: int | None = 0,
-) -> dict[str, Any]:
-    """Score a benchmark run from its evaluations' episode batches.
-
-    ``evaluations`` is a list of ``(env_id, results)``, one per trial, in trial order per env;
-    ``results`` is a results-like mapping (see :func:`score_results`). An env id that is not in the
-    benchmark raises :class:`~palaestra.errors.Unregistered`.
-
-    Returns a JSON-ready dict:
-
-    * ``benchmark_id``, ``legacy``;
-    * the 2017 aggregate: ``score``, ``num_envs_solved``, ``start_to_finish_seconds``,
-      ``summed_task_wall_time``, ``summed_training_seconds``;
-    * ``tasks``: one entry per task, in benchmark order: ``key`` (the env id, or ``env_id[i]`` when
-      an env has several tasks), ``env_id``, ``task_index``, ``trials``, ``reward_floor``,
-      ``reward_ceiling``, ``max_timesteps``, ``max_seconds``, ``trial_scores`` (one per trial,
-      missing trials as 0.0), ``mean_score``, ``trials_submitted``, ``env_solved``, ``available``;
-    * ``statistics``: ``iqm``, ``mean``, ``median``, ``optimality_gap``, each
-      ``{value, low, high, confidence}`` (stratified bootstrap 95% percentile intervals over the
-      trial scores of every task), plus ``num_runs``, ``reps`` and ``seed``. ``mean`` is the mean
-      over tasks of each task's mean (rliable's), while ``score`` is 2017's mean over every
-      task-trial score; they differ when tasks have different numbers of trials. The intervals are
-      left out when a score is NaN (only possible with ``legacy=True``).
-    """
-    from palaestra.benchmarks.registry import benchmark_spec, env_available
-    from palaestra.benchmarks.statistics import DEFAULT_REPS, interval_estimates
-
-    benchmark = benchmark_spec(benchmark_id) if isinstance(benchmark_id, str) else benchmark_id
-    per_env: dict[str, list[EvaluationScore]] = {}
-    for env_id, results in evaluations:
-        per_env.setdefault(env_id, []).append(score_results(benchmark, env_id, results, legacy=legacy))
-    aggregate = benchmark_aggregate_score(benchmark, per_env, legacy=legacy)
-
-    tasks_out: list[dict[str, Any]] = []
-    table: dict[str, list[float]] = {}
-    for env_id in benchmark.env_id_order:
-        specs = benchmark.task_specs(env_id)
-        trial_lists = aggregate["env_scores"][env_id]
-        available = env_available(env_id)
-        for index, task in enumerate(specs):
-            key = _task_key(env_id, index, len(specs))
-            trial_scores = [trial[index] for trial in trial_lists]
-            table[key] = trial_scores
-            tasks_out.append(
-                {
-                    "key": key,
-                    "env_id": env_id,
-                    "task_index": index,
-                    **task.to_dict(),
-                    "trial_scores": trial_scores,
-                    "mean_score": float(np.mean(trial_scores)),
-                    "trials_submitted": aggregate["env_trials_submitted"][env_id],
-                    "env_solved": aggregate["env_solved"].get(env_id, False),
-                    "available": available,
-                }
-            )
-
-    reps = DEFAULT_REPS if reps is None else reps
-    statistics: dict[str, Any] = {"num_runs": sum(len(v) for v in table.values()), "reps": reps, "seed": seed}
-    finite = all(math.isfinite(s) for v in table.values() for s in v)
-    if table and finite:
-        for name, interval in interval_estimates(table, reps=reps, seed=seed).items():
-            statistics[name] = interval.to_dict()
-    return {
-        "benchmark_id": benchmark.id,
-        "legacy": legacy,
-        "score": float(aggregate["score"]),
-        "num_envs_solved": aggregate["num_envs_solved"],
-        "start_to_finish_seconds": float(aggregate["start_to_finish_seconds"]),
-        "summed_task_wall_time": float(aggregate["summed_task_wall_time"]),
-        "summed_training_seconds": float(aggregate["summed_training_seconds"]),
-        "tasks": tasks_out,
-        "statistics": statistics,
-    }
-
-
-def _natural_key(path: str) -> list[Any]:
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
-
-
-def find_training_dirs(training_dir: str) -> list[str]:
-    """Every directory under ``training_dir`` (itself included) that holds a manifest, in natural order."""
-    from palaestra.monitoring import detect_training_manifests
-
-    found = []
-    for name, _, files in os.walk(training_dir):
-        if detect_training_manifests(name, files=files):
-            found.append(name)
-    return sorted(found, key=_natural_key)
-
-
-def benchmark_score_from_local(
-    benchmark_id: str | Benchmark,
-    training_dir: str | os.PathLike[str],
-    legacy: bool = False,
-    reps: int | None = None,
-    seed: int | None = 0,
-) -> dict[str, Any]:
-    """Score the benchmark run stored under ``training_dir``: one evaluation per directory that holds
-    a manifest (as the runner lays them out, ``{env_id}-{trial}``), trials in natural name order.
-
-    Directories of env ids that are not in the benchmark are skipped with a warning. Returns
-    :func:`score_benchmark_run`'s dict, plus ``directories`` (the scored ones) and ``skipped``.
-    """
-    from palaestra.benchmarks.registry import benchmark_spec
-    from palaestra.errors import ResultsError
-    from palaestra.monitoring import load_results
-
-    benchmark = benchmark_spec(benchmark_id) if isinstance(benchmark_id, str) else benchmark_id
-    root = os.fspath(training_dir)
-    if not os.path.isdir(root):
-        raise ResultsError(f"Benchmark run directory {root} does not exist or is not a directory")
-    evaluations: list[tuple[str, Mapping[str, Any]]] = []
-    used: list[str] = []
-    skipped: list[str] = []
-    for directory in find_training_dirs(root):
-        results = load_results(directory)
-        env_id = results["env_info"]["env_id"]
-        if env_id not in benchmark.env_ids:
-            logger.warning(
-                "Skipping %s: its env %s is not part of benchmark %s", directory, env_id, benchmark.id
-            )
-            skipped.append(directory)
-            continue
-        evaluations.append((env_id, results))
-        used.append(directory)
-    scored = score_benchmark_run(benchmark, evaluations, legacy=legacy, reps=reps, seed=seed)
-    scored["directories"] = used
-    scored["skipped"] = skipped
-    return scored
+        new = getattr(runs, _MOVED_TO_RUNS[name])
+        where = f"palaestra.benchmarks.runs.{_MOVED_TO_RUNS[name]}"
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"palaestra.benchmarks.scoring.{name} is deprecated: use {where}", DeprecationWarning, stacklevel=2
+    )
+    return new

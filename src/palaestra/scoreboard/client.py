@@ -35,7 +35,6 @@ import contextlib
 import email.utils
 import functools
 import hashlib
-import importlib
 import io
 import json
 import logging
@@ -59,6 +58,8 @@ import platformdirs
 from pydantic import BaseModel, ValidationError
 
 from palaestra._version import __version__
+from palaestra.benchmarks import benchmark_spec
+from palaestra.benchmarks.runs import training_directories
 from palaestra.errors import (
     APIConnectionError,
     APIError,
@@ -963,7 +964,7 @@ class ScoreboardClient:
         """Upload every sub-directory with manifests as one evaluation of one benchmark run; commit it."""
         if not ignore_open_monitors:
             check_open_monitors()
-        directories = benchmark_directories(training_dir)
+        directories = training_directories(os.path.abspath(os.fspath(training_dir)))
         if not directories:
             raise ResultsError(f"Could not find any evaluations in {os.path.abspath(training_dir)}")
         env_ids = [
@@ -1007,27 +1008,9 @@ def _form_is_spent(error: APIError, current: protocol.FileObject) -> bool:
     return expires <= datetime.now(timezone.utc)
 
 
-def benchmark_directories(training_dir: str | os.PathLike[str]) -> list[str]:
-    """Every directory under ``training_dir`` (itself included) that holds manifests, sorted."""
-    root = os.path.abspath(os.fspath(training_dir))
-    if not os.path.isdir(root):
-        raise ResultsError(f"Training directory {root} does not exist or is not a directory")
-    found = []
-    for directory, subdirs, names in os.walk(root):
-        subdirs.sort()
-        if monitor_files.detect_training_manifests(directory, names):
-            found.append(directory)
-    return sorted(found)
-
-
 def check_benchmark(benchmark_id: str, env_ids: list[str], training_dir: str) -> None:
-    """The benchmark must be registered (when palaestra's registry is installed); a different set of
-    env ids than its tasks x trials is only a warning, as in 2017."""
-    try:
-        benchmark_spec = importlib.import_module("palaestra.benchmarks").benchmark_spec
-    except (ImportError, AttributeError):
-        logger.debug("palaestra.benchmarks is not available; not checking benchmark id %s", benchmark_id)
-        return
+    """The benchmark must be registered; a different set of env ids than its tasks x trials is only a
+    warning, as in 2017."""
     try:
         spec = benchmark_spec(benchmark_id)
     except Error as e:
@@ -1035,8 +1018,7 @@ def check_benchmark(benchmark_id: str, env_ids: list[str], training_dir: str) ->
             f"Invalid benchmark id: {benchmark_id}. Are you using a benchmark registered in "
             f"palaestra.benchmarks? ({e})"
         ) from None
-    tasks = getattr(spec, "tasks", None) or []
-    expected = sorted(t.env_id for t in tasks for _ in range(int(getattr(t, "trials", 1))))
+    expected = sorted(t.env_id for t in spec.tasks for _ in range(t.trials))
     if sorted(env_ids) != expected:
         logger.warning(
             "Benchmark %s expects env ids %s (one directory per trial) but %s has %s. Uploading anyway; the "

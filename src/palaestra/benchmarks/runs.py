@@ -1,0 +1,182 @@
+"""A benchmark run as a whole: its folders on disk, and scoring all of it at once.
+
+- :func:`trial_directory`: where trial ``t`` of env ``E`` is recorded, ``{out}/{E}-{t}`` (the 2017
+  ``benchmark_runner``'s layout; the runner writes it);
+- :func:`training_directories`: the one walker of a run's folders, in natural order (``E-2`` before
+  ``E-10``), so that trials are read in trial order by everyone who walks a run: the scorer here,
+  the upload client and ``palaestra benchmark run``;
+- :func:`score_benchmark_run`: the run's score from its evaluations (the scoreboard server's hook);
+- :func:`benchmark_score_from_local`: the same from a run's folders (``palaestra benchmark score``).
+
+The per-evaluation rules and the 2017 aggregate are :mod:`palaestra.benchmarks.scoring`'s; this module
+puts them together with the registry and the interval statistics.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from palaestra.benchmarks.registry import Benchmark, benchmark_spec, env_available
+from palaestra.benchmarks.scoring import TaskScores, benchmark_aggregate_score, score_results
+from palaestra.benchmarks.statistics import DEFAULT_REPS, interval_estimates
+from palaestra.errors import ResultsError
+from palaestra.monitoring import detect_training_manifests, load_results
+
+logger = logging.getLogger("palaestra.benchmarks")
+
+__all__ = [
+    "benchmark_score_from_local",
+    "score_benchmark_run",
+    "training_directories",
+    "trial_directory",
+]
+
+
+# -- the run's folders -----------------------------------------------------------------------------
+
+
+def trial_directory(out_dir: str, env_id: str, trial: int) -> str:
+    """The training directory of trial ``trial`` of ``env_id`` in a run recorded under ``out_dir``."""
+    return os.path.join(out_dir, f"{env_id}-{trial}")
+
+
+def _natural_key(path: str) -> list[Any]:
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]
+
+
+def training_directories(root: str | os.PathLike[str]) -> list[str]:
+    """Every directory under ``root`` (``root`` included) that holds a training manifest, in natural
+    order of their paths below ``root``; :class:`~palaestra.errors.ResultsError` if ``root`` is not a
+    directory."""
+    top = os.fspath(root)
+    if not os.path.isdir(top):
+        raise ResultsError(f"Training directory {top} does not exist or is not a directory")
+    found = [name for name, _, files in os.walk(top) if detect_training_manifests(name, files=files)]
+    return sorted(found, key=lambda path: _natural_key(os.path.relpath(path, top)))
+
+
+# -- scoring a whole run ---------------------------------------------------------------------------
+
+
+def _task_key(env_id: str, index: int, count: int) -> str:
+    return env_id if count == 1 else f"{env_id}[{index}]"
+
+
+def score_benchmark_run(
+    benchmark_id: str | Benchmark,
+    evaluations: Sequence[tuple[str, Mapping[str, Any]]],
+    legacy: bool = False,
+    reps: int | None = None,
+    seed: int | None = 0,
+) -> dict[str, Any]:
+    """Score a benchmark run from its evaluations' episode batches.
+
+    ``evaluations`` is a list of ``(env_id, results)``, one per trial, in trial order per env;
+    ``results`` is a results-like mapping (see :func:`~palaestra.benchmarks.scoring.score_results`).
+    An env id that is not in the benchmark raises :class:`~palaestra.errors.Unregistered`.
+
+    Returns a JSON-ready dict:
+
+    * ``benchmark_id``, ``legacy``;
+    * the 2017 aggregate: ``score``, ``num_envs_solved``, ``start_to_finish_seconds``,
+      ``summed_task_wall_time``, ``summed_training_seconds``;
+    * ``tasks``: one entry per task, in benchmark order: ``key`` (the env id, or ``env_id[i]`` when
+      an env has several tasks), ``env_id``, ``task_index``, ``trials``, ``reward_floor``,
+      ``reward_ceiling``, ``max_timesteps``, ``max_seconds``, ``trial_scores`` (one per trial,
+      missing trials as 0.0), ``mean_score``, ``trials_submitted``, ``env_solved``, ``available``;
+    * ``statistics``: ``iqm``, ``mean``, ``median``, ``optimality_gap``, each
+      ``{value, low, high, confidence}`` (stratified bootstrap 95% percentile intervals over the
+      trial scores of every task), plus ``num_runs``, ``reps`` and ``seed``. ``mean`` is the mean
+      over tasks of each task's mean (rliable's), while ``score`` is 2017's mean over every
+      task-trial score; they differ when tasks have different numbers of trials. The intervals are
+      left out when a score is NaN (only possible with ``legacy=True``).
+    """
+    benchmark = benchmark_spec(benchmark_id) if isinstance(benchmark_id, str) else benchmark_id
+    per_env: dict[str, list[TaskScores]] = {}
+    for env_id, results in evaluations:
+        per_env.setdefault(env_id, []).append(score_results(benchmark, env_id, results, legacy=legacy))
+    aggregate = benchmark_aggregate_score(benchmark, per_env, legacy=legacy)
+
+    tasks_out: list[dict[str, Any]] = []
+    table: dict[str, list[float]] = {}
+    for env_id in benchmark.env_id_order:
+        specs = benchmark.task_specs(env_id)
+        trial_lists = aggregate["env_scores"][env_id]
+        available = env_available(env_id)
+        for index, task in enumerate(specs):
+            key = _task_key(env_id, index, len(specs))
+            trial_scores = [trial[index] for trial in trial_lists]
+            table[key] = trial_scores
+            tasks_out.append(
+                {
+                    "key": key,
+                    "env_id": env_id,
+                    "task_index": index,
+                    **task.to_dict(),
+                    "trial_scores": trial_scores,
+                    "mean_score": float(np.mean(trial_scores)),
+                    "trials_submitted": aggregate["env_trials_submitted"][env_id],
+                    "env_solved": aggregate["env_solved"].get(env_id, False),
+                    "available": available,
+                }
+            )
+
+    reps = DEFAULT_REPS if reps is None else reps
+    statistics: dict[str, Any] = {"num_runs": sum(len(v) for v in table.values()), "reps": reps, "seed": seed}
+    finite = all(math.isfinite(s) for v in table.values() for s in v)
+    if table and finite:
+        for name, interval in interval_estimates(table, reps=reps, seed=seed).items():
+            statistics[name] = interval.to_dict()
+    return {
+        "benchmark_id": benchmark.id,
+        "legacy": legacy,
+        "score": float(aggregate["score"]),
+        "num_envs_solved": aggregate["num_envs_solved"],
+        "start_to_finish_seconds": float(aggregate["start_to_finish_seconds"]),
+        "summed_task_wall_time": float(aggregate["summed_task_wall_time"]),
+        "summed_training_seconds": float(aggregate["summed_training_seconds"]),
+        "tasks": tasks_out,
+        "statistics": statistics,
+    }
+
+
+def benchmark_score_from_local(
+    benchmark_id: str | Benchmark,
+    training_dir: str | os.PathLike[str],
+    legacy: bool = False,
+    reps: int | None = None,
+    seed: int | None = 0,
+) -> dict[str, Any]:
+    """Score the benchmark run stored under ``training_dir``: one evaluation per directory that holds
+    a manifest (as the runner lays them out, ``{env_id}-{trial}``), in :func:`training_directories`'
+    order.
+
+    Directories of env ids that are not in the benchmark are skipped with a warning. Returns
+    :func:`score_benchmark_run`'s dict, plus ``directories`` (the scored ones) and ``skipped``.
+    """
+    benchmark = benchmark_spec(benchmark_id) if isinstance(benchmark_id, str) else benchmark_id
+    evaluations: list[tuple[str, Mapping[str, Any]]] = []
+    used: list[str] = []
+    skipped: list[str] = []
+    for directory in training_directories(training_dir):
+        results = load_results(directory)
+        env_id = results["env_info"]["env_id"]
+        if env_id not in benchmark.env_ids:
+            logger.warning(
+                "Skipping %s: its env %s is not part of benchmark %s", directory, env_id, benchmark.id
+            )
+            skipped.append(directory)
+            continue
+        evaluations.append((env_id, results))
+        used.append(directory)
+    scored = score_benchmark_run(benchmark, evaluations, legacy=legacy, reps=reps, seed=seed)
+    scored["directories"] = used
+    scored["skipped"] = skipped
+    return scored
