@@ -37,8 +37,8 @@ from palaestra.errors import (
     RetriesExceededError,
     UnregisteredBenchmark,
 )
+from palaestra.monitoring.sb3_import import import_sb3
 from palaestra.scoreboard.client import RetryPolicy, ScoreboardClient, prepare_training_directory
-from palaestra.scoreboard.sb3_import import import_sb3
 
 FAST = RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05)
 

@@ -19,10 +19,10 @@ import httpx
 import pytest
 from web_helpers import HOSTILE_NAME, Uploads
 
-from palaestra.cli.demo import EmbeddedScoreboard
 from palaestra.scoreboard.server import db as m
 from palaestra.scoreboard.server.app import create_app
 from palaestra.scoreboard.server.config import resolve_config
+from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 from palaestra.scoreboard.server.state import build_state
 from palaestra.scoreboard.server.web import assets
 from palaestra.solved_stats import score_from_merged

@@ -14,17 +14,19 @@ on the same data directory: the scoreboard then lists every run.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import os
 import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from palaestra.cli.run import positive_int
 from palaestra.errors import Error
+
+if TYPE_CHECKING:
+    from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 
 ENV_ID = "CartPole-v1"
 DEFAULT_DATA_DIR = ".palaestra-demo"
@@ -33,13 +35,12 @@ DEFAULT_SEED = 3
 DEFAULT_EPISODES = 1500
 USER = "demo"
 ALGORITHM = "palaestra-cem"
-STARTUP_TIMEOUT_S = 60.0
 
 logger = logging.getLogger("palaestra.demo")
 
 
 class DemoError(Error):
-    """The demo could not start its scoreboard or finish its run."""
+    """The demo could not finish its run (its evaluation page did not answer)."""
 
 
 def register(subparsers: Any) -> None:
@@ -105,68 +106,6 @@ def _can_bind(host: str, port: int) -> bool:
     return True
 
 
-class EmbeddedScoreboard:
-    """The scoreboard app under uvicorn in a background thread of this process (``app``: one
-    already built, e.g. on a state of the caller's; by default ``create_app(config)``)."""
-
-    def __init__(self, config: Any, app: Any = None) -> None:
-        import uvicorn
-
-        from palaestra.scoreboard.server.app import KEEP_ALIVE_S, create_app
-
-        self.config = config
-        self.url = f"http://{_url_host(config.host)}:{config.port}"
-        uv_config = uvicorn.Config(
-            app or create_app(config),
-            host=config.host,
-            port=config.port,
-            log_level="warning",
-            timeout_keep_alive=KEEP_ALIVE_S,
-        )
-        self.server = uvicorn.Server(uv_config)
-        self.thread = threading.Thread(target=self._serve, name="palaestra-demo-server", daemon=True)
-        self._error: BaseException | None = None
-
-    def _serve(self) -> None:
-        try:
-            self.server.run()
-        except BaseException as exc:  # SystemExit when the port cannot be bound, or anything else
-            self._error = exc
-
-    def start(self) -> EmbeddedScoreboard:
-        import httpx
-
-        self.thread.start()
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if not self.thread.is_alive():
-                raise DemoError(
-                    f"The scoreboard could not start on {self.url} ({self._error!r}); try another --port"
-                )
-            if self.server.started:
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"{self.url}/v1/health", timeout=5).status_code == 200:
-                        return self
-            time.sleep(0.05)
-        self.stop()
-        raise DemoError(f"The scoreboard did not answer on {self.url} within {STARTUP_TIMEOUT_S:.0f} s")
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=15)
-
-    def wait(self) -> None:
-        """Serve until the server stops (Ctrl-C raises KeyboardInterrupt here)."""
-        while self.thread.is_alive():
-            self.thread.join(0.5)
-
-
-def _url_host(host: str) -> str:
-    if host in ("0.0.0.0", "::"):
-        return "127.0.0.1"
-    return f"[{host}]" if ":" in host else host
-
-
 def _new_run_directory(runs: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     candidate = runs / f"{ENV_ID}-{stamp}"
@@ -200,6 +139,7 @@ def _terminate_on_sigterm() -> None:
 
 def run(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.server.config import resolve_config
+    from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 
     data_dir = Path(args.data_dir).expanduser().absolute()
     port = choose_port(args.host, args.port)

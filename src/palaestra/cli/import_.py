@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
 
 
 def _import_sb3(args: argparse.Namespace) -> int:
-    from palaestra.scoreboard.sb3_import import import_sb3
+    from palaestra.monitoring.sb3_import import import_sb3
 
     summary = import_sb3(args.files, args.out, env_id=args.env_id, force=args.force)
     print(

@@ -15,8 +15,8 @@ import palaestra
 from palaestra.cli import main
 from palaestra.errors import ResultsError
 from palaestra.monitoring import files
+from palaestra.monitoring.sb3_import import import_sb3, read_sb3_monitor
 from palaestra.scoreboard.client import prepare_training_directory
-from palaestra.scoreboard.sb3_import import import_sb3, read_sb3_monitor
 
 
 @pytest.fixture(autouse=True)
