@@ -27,7 +27,15 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 try:
     import orjson
@@ -93,6 +101,9 @@ EpisodeType = Literal["t", "e"]
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
+#: A moment on the wire: ISO 8601 with the offset written out (``...+00:00``), as the server has always
+#: sent it (pydantic alone would write ``Z``, which ``datetime.fromisoformat`` before Python 3.11 refuses).
+Timestamp = Annotated[datetime, PlainSerializer(lambda moment: moment.isoformat(), when_used="json")]
 
 
 def evaluation_web_path(evaluation_id: str) -> str:
@@ -185,8 +196,8 @@ class FileObject(Response):
     status: FileStatus = "pending"
     size: int | None = None
     #: when ``post_url`` stops working
-    expires_at: datetime | None = None
-    created: datetime | None = None
+    expires_at: Timestamp | None = None
+    created: Timestamp | None = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -215,7 +226,7 @@ class AlgorithmObject(Response):
     description: str | None = None
     writeup: str | None = None
     owner: str | None = None
-    created: datetime | None = None
+    created: Timestamp | None = None
     web_url: str | None = None
 
 
@@ -237,7 +248,11 @@ class EvaluationCreate(Request):
 
 
 class EvaluationScore(Response):
-    """The "solved" statistics of an evaluation (spec §4.6), computed once on ingest."""
+    """The "solved" statistics of an evaluation (spec §4.6), computed once on ingest.
+
+    The first eight fields are :class:`palaestra.solved_stats.SolvedStats`; the server stores each
+    field in the ``evaluations`` column of the same name.
+    """
 
     episode_t_value: int | None = None
     timestep_t_value: int | None = None
@@ -254,7 +269,7 @@ class EvaluationScore(Response):
 
 
 class VideoSummary(Response):
-    """One video of an evaluation."""
+    """One video of an evaluation (the server keeps where its bytes are besides)."""
 
     name: str
     metadata_name: str
@@ -279,7 +294,7 @@ class EvaluationObject(Response):
     owner: str | None = None
     score: EvaluationScore | None = None
     videos: list[VideoSummary] = Field(default_factory=list)
-    created: datetime | None = None
+    created: Timestamp | None = None
     web_url: str | None = None
 
 
@@ -338,9 +353,51 @@ class BenchmarkRunObject(Response):
     #: the benchmark's aggregate score (``benchmark_aggregate_score``), once it could be computed
     score: dict[str, Any] | None = None
     owner: str | None = None
-    created: datetime | None = None
-    committed: datetime | None = None
+    created: Timestamp | None = None
+    committed: Timestamp | None = None
     web_url: str | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# Environments, groups and the service
+# --------------------------------------------------------------------------------------------------
+
+
+class EnvObject(Response):
+    """An env id: what the scoreboard's catalogue says about it, and its evaluations so far."""
+
+    object: Literal["env"] = "env"
+    id: str
+    #: whether the catalogue knows the env id (an unknown id gets evaluations, unranked)
+    listed: bool = False
+    group: str | None = None
+    summary: str | None = None
+    reward_threshold: float | None = None
+    trials: int = 100
+    solving_rule: str | None = None
+    evaluation_count: int = 0
+    solved_count: int = 0
+    best_mean: float | None = None
+    best_evaluation_id: str | None = None
+
+
+class GroupObject(Response):
+    """A group of envs on the scoreboard (spec §4.5), with the env ids it lists."""
+
+    object: Literal["group"] = "group"
+    id: str
+    name: str
+    description: str
+    envs: list[str] = Field(default_factory=list)
+
+
+class HealthObject(Response):
+    """``GET /v1/health``: the service answers and reaches its database."""
+
+    object: Literal["health"] = "health"
+    status: Literal["ok"] = "ok"
+    #: the database's schema revision (the newest migration)
+    schema_revision: str
 
 
 # --------------------------------------------------------------------------------------------------
@@ -464,7 +521,7 @@ def _error_field(loc: tuple[int | str, ...]) -> str:
     return str(loc[0]) if loc else NO_PARAM
 
 
-def _loads_json(data: bytes | str) -> Any:
+def loads_json(data: bytes | str) -> Any:
     """Decode an upload: with orjson when it is installed (the server extra), else with json.
 
     A document orjson refuses (NaN or Infinity, integers past 64 bits, bad JSON) goes to json, which
@@ -495,7 +552,7 @@ def parse_episode_batch(
         size = len(data)
         if size > max_bytes:
             raise EpisodeBatchError(f"episode batch is {size} bytes; the limit is {max_bytes} bytes")
-        doc = _loads_json(data)
+        doc = loads_json(data)
     else:
         doc = data
     if not isinstance(doc, dict):
@@ -582,6 +639,7 @@ __all__ = [
     "BenchmarkRunCreate",
     "BenchmarkRunObject",
     "BenchmarkRunUpdate",
+    "EnvObject",
     "EpisodeBatch",
     "EpisodeBatchError",
     "ErrorBody",
@@ -590,9 +648,13 @@ __all__ = [
     "EvaluationScore",
     "FileCreate",
     "FileObject",
+    "GroupObject",
+    "HealthObject",
     "ListPage",
     "ListParams",
+    "Timestamp",
     "VideoArchiveManifest",
     "VideoMetadata",
+    "VideoSummary",
     "parse_episode_batch",
 ]

@@ -1,8 +1,8 @@
 """The FastAPI application of the scoreboard, and running it under uvicorn.
 
-``create_app(config)`` builds the app; the database is opened (and migrated) when the app starts.
-The web pages (``palaestra.scoreboard.server.web``: ``router`` and optionally ``mount_static(app)``)
-are included when that module is importable.
+``create_app(config)`` builds the app, assembled in one place: the error answers
+(:mod:`.problems`), the ``/v1`` API (:mod:`.api`) and the web pages (:mod:`.web`). The database is
+opened (and migrated) when the app starts.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from palaestra._version import __version__
-from palaestra.scoreboard.server import api, problems
+from palaestra.scoreboard.server import api, problems, web
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
 from palaestra.scoreboard.server.ingest import warm_up
 from palaestra.scoreboard.server.state import ServerState, build_state
@@ -30,26 +30,6 @@ logger = logging.getLogger("palaestra.scoreboard")
 #: with PostgreSQL handlers in threads, bench/server_load.py's evaluations had a p99 of 190-200 ms
 #: with 16 and 120-145 ms with 8, at more evaluations a second.
 THREADS = int(os.environ.get("PALAESTRA_SERVER_THREADS", "8"))
-
-
-def _include_web(app: FastAPI) -> None:
-    try:
-        from palaestra.scoreboard.server import web
-    except ImportError as e:
-        if e.name and e.name.startswith("palaestra.scoreboard.server.web"):
-            logger.debug("No web pages: palaestra.scoreboard.server.web is not there")
-            return
-        logger.exception("The web pages failed to import; serving the /v1 API only")
-        return
-    except Exception:
-        logger.exception("The web pages failed to import; serving the /v1 API only")
-        return
-    router = getattr(web, "router", None)
-    if router is not None:
-        app.include_router(router)
-    mount_static = getattr(web, "mount_static", None)
-    if callable(mount_static):
-        mount_static(app)
 
 
 def create_app(config: ServerConfig | None = None, state: ServerState | None = None) -> FastAPI:
@@ -87,7 +67,8 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
     )
     problems.install(app)
     app.include_router(api.router)
-    _include_web(app)
+    app.include_router(web.router)
+    web.mount_static(app)
     return app
 
 

@@ -22,7 +22,7 @@ from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server.db import ApiKey, Database, User, utcnow
 from palaestra.scoreboard.server.deps import get_state, run_blocking
 from palaestra.scoreboard.server.ids import new_id
-from palaestra.scoreboard.server.problems import ApiError
+from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.state import ServerState
 
 KEY_PREFIX = "pal_"
@@ -114,14 +114,14 @@ def _bearer(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if not header:
-        raise ApiError(
+        raise Problem(
             401,
             "You must provide an API key: send 'Authorization: Bearer KEY' (palaestra upload reads "
             "PALAESTRA_API_KEY; gym.upload reads OPENAI_GYM_API_KEY). The server's operator creates keys "
             "with `palaestra users create NAME`.",
         )
     if scheme.lower() != "bearer" or not token.strip():
-        raise ApiError(401, "The Authorization header must be 'Bearer KEY'.")
+        raise Problem(401, "The Authorization header must be 'Bearer KEY'.")
     return token.strip()
 
 
@@ -171,7 +171,7 @@ def _check_rate(state: ServerState, principal: Principal) -> None:
     limiter = _limiters.setdefault(id(state), RateLimiter(per_minute))
     wait = limiter.take(principal.key_id)
     if wait:
-        raise ApiError(
+        raise Problem(
             429,
             f"Too many requests: this server allows {per_minute} per minute per API key. "
             f"Retry in {wait:.0f} s.",
@@ -223,7 +223,7 @@ async def require_user(request: Request, state: ServerState = Depends(get_state)
         principal = await run_blocking(state, _lookup_and_cache, state, key)
     if principal is None:
         shown = key[:8] + "..." if len(key) > 8 else "..."
-        raise ApiError(
+        raise Problem(
             401,
             f"Invalid API key ({shown}): it is unknown to this server or was revoked. Ask the server's "
             "operator for a key (`palaestra users create NAME`).",

@@ -2,9 +2,10 @@
 
 Benchmark runs are accepted for any ``benchmark_id`` (the 2017 client checks ids locally). When an
 evaluation linked to a run arrives, or the run is committed, and :mod:`palaestra.benchmarks` knows
-the id, the run's score (``palaestra.benchmarks.score_benchmark_run``: the 2017 aggregate plus per-task
-scores and interval statistics) is recomputed from every evaluation of the run and stored. Everything here is best effort: an unknown benchmark or a scoring failure leaves
-the score empty and is logged, never failing the upload.
+the id, the run's score (:func:`palaestra.benchmarks.runs.score_benchmark_run`: the 2017 aggregate
+plus per-task scores and interval statistics) is recomputed from every evaluation of the run and
+stored. Everything here is best effort: an unknown benchmark or a scoring failure leaves the score
+empty and is logged, never failing the upload.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from palaestra.benchmarks import Benchmark, registry
+from palaestra.benchmarks.runs import score_benchmark_run
 from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.state import ServerState
@@ -24,25 +27,9 @@ from palaestra.scoreboard.server.state import ServerState
 logger = logging.getLogger("palaestra.scoreboard.benchmarks")
 
 
-def benchmark_spec_or_none(benchmark_id: str) -> Any | None:
-    """The registered benchmark ``benchmark_id``, or ``None`` (unknown id, or no palaestra.benchmarks)."""
-    try:
-        from palaestra.benchmarks import benchmark_spec
-    except ImportError:
-        return None
-    try:
-        return benchmark_spec(benchmark_id)
-    except Exception:
-        return None
-
-
-def _run_scorer() -> Any | None:
-    """``palaestra.benchmarks.score_benchmark_run`` (JSON-ready run scores), if it is there."""
-    try:
-        from palaestra.benchmarks import score_benchmark_run
-    except ImportError:
-        return None
-    return score_benchmark_run
+def benchmark_spec_or_none(benchmark_id: str) -> Benchmark | None:
+    """The registered benchmark ``benchmark_id``, or ``None``."""
+    return registry.benchmarks.get(benchmark_id)
 
 
 def jsonable(value: Any) -> Any:
@@ -74,8 +61,7 @@ def score_run(state: ServerState, run_id: str) -> dict[str, Any] | None:
             .order_by(Evaluation.seq)
         ).all()
     benchmark = benchmark_spec_or_none(run.benchmark_id)
-    scorer = _run_scorer()
-    if benchmark is None or scorer is None:
+    if benchmark is None:
         return None
     try:
         docs = [
@@ -83,7 +69,7 @@ def score_run(state: ServerState, run_id: str) -> dict[str, Any] | None:
             for env_id, key in evaluations
             if env_id and key and env_id in benchmark.env_ids
         ]
-        score = jsonable(scorer(benchmark, docs))
+        score = jsonable(score_benchmark_run(benchmark, docs))
     except Exception:
         logger.exception("Could not score benchmark run %s (%s)", run_id, run.benchmark_id)
         return None

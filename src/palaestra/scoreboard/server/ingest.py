@@ -1,7 +1,9 @@
 """Ingest: validate uploads, unpack video archives safely, and score evaluations.
 
 - Episode batches: :func:`palaestra.scoreboard.protocol.parse_episode_batch` (the same validation the
-  client runs), under the server's size cap.
+  client runs), under the server's size cap, once: when the bytes arrive
+  (:func:`validate_episode_batch`). Creating the evaluation reads the stored bytes back with
+  :func:`read_validated_batch`, which trusts them.
 - Video archives (tar.gz + ``manifest.json``): members must be regular files with flat names that
   match the 2017 patterns (no absolute paths, ``..``, links or devices), within caps on member
   count, member size and total expansion; every mp4/avi is probed with ffprobe (or, without one,
@@ -11,7 +13,8 @@
   with the env's ``trials`` and ``reward_threshold`` from :mod:`palaestra.catalogue`, by the registry
   of the gym that recorded the run (``gym_version``; 2017's for gym 0.9).
 
-Errors are :class:`IngestError` with the HTTP status and the offending parameter.
+Errors are :class:`IngestError` with the HTTP status and the offending parameter; the app answers
+them like any other error (:mod:`palaestra.scoreboard.server.problems`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from palaestra import catalogue, solved_stats
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4, VIDEO_META_NAME_RE, VIDEO_NAME_RE
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server.config import GRAPH_BUCKETS
+from palaestra.scoreboard.server.records import StoredVideo
 
 logger = logging.getLogger("palaestra.scoreboard.ingest")
 
@@ -52,6 +56,10 @@ class IngestError(Exception):
         self.detail = detail
         self.param = param
         self.status = status
+
+    def about(self, param: str) -> IngestError:
+        """The same error, blamed on request parameter ``param`` (the file id that brought the data)."""
+        return IngestError(self.detail, param, self.status)
 
 
 @dataclass(frozen=True)
@@ -123,16 +131,17 @@ class UnpackedVideo:
     def size(self) -> int:
         return self.video.size
 
-    def describe(self, key: str, metadata_key: str) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "metadata_name": self.metadata_name,
-            "episode_id": self.metadata.episode_id,
-            "content_type": self.metadata.content_type,
-            "size": self.size,
-            "key": key,
-            "metadata_key": metadata_key,
-        }
+    def stored_as(self, key: str, metadata_key: str) -> StoredVideo:
+        """What the server records about this video once it is stored under ``key``."""
+        return StoredVideo(
+            name=self.name,
+            metadata_name=self.metadata_name,
+            episode_id=self.metadata.episode_id,
+            content_type=self.metadata.content_type,
+            size=self.size,
+            key=key,
+            metadata_key=metadata_key,
+        )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -150,6 +159,21 @@ def validate_episode_batch(data: bytes, max_bytes: int) -> protocol.EpisodeBatch
         return protocol.parse_episode_batch(data, max_bytes=max_bytes)
     except protocol.EpisodeBatchError as e:
         raise IngestError(f"Invalid episode batch: {e}", e.field) from None
+
+
+def read_validated_batch(data: bytes) -> protocol.EpisodeBatch:
+    """An episode batch that :func:`validate_episode_batch` accepted when it was uploaded, read back
+    from the store without validating it again (its bytes never change once stored).
+
+    :class:`IngestError` if the bytes are no longer JSON (a storage fault).
+    """
+    try:
+        doc = protocol.loads_json(data)
+    except protocol.EpisodeBatchError as e:
+        raise IngestError(f"The stored episode batch is damaged ({e}); upload it again.", "file") from None
+    if not isinstance(doc, dict):
+        raise IngestError("The stored episode batch is damaged (not a JSON object); upload it again.", "file")
+    return protocol.EpisodeBatch.model_construct(**doc)
 
 
 def stored_batch_document(data: bytes, env_id: str | None) -> dict[str, Any]:
@@ -443,26 +467,14 @@ def _first_error(e: ValidationError) -> str:
 class EvaluationScoring:
     """What ingest stores with an evaluation so that pages never recompute it."""
 
-    stats: solved_stats.SolvedStats
+    score: protocol.EvaluationScore
     graph_stats: dict[str, Any] | None
-    trials: int
-    reward_threshold: float | None
     listed: bool
     group: str | None
 
-    @property
-    def solved(self) -> bool:
-        return self.stats["episode_t_value"] is not None
-
     def columns(self) -> dict[str, Any]:
-        """Keyword arguments for :class:`palaestra.scoreboard.server.db.Evaluation`."""
-        return {
-            **self.stats,
-            "trials": self.trials,
-            "reward_threshold": self.reward_threshold,
-            "solved": self.solved,
-            "graph_stats": self.graph_stats,
-        }
+        """The score's columns of :class:`palaestra.scoreboard.server.db.Evaluation` (named as its fields)."""
+        return self.score.model_dump()
 
 
 def score_batch(
@@ -492,9 +504,10 @@ def score_batch(
             batch.first_reset_timestamp,
             GRAPH_BUCKETS,
         )
-    return EvaluationScoring(
-        stats, graph, trials, threshold, entry is not None, entry.group if entry else None
+    score = protocol.EvaluationScore(
+        **stats, trials=trials, reward_threshold=threshold, solved=stats["episode_t_value"] is not None
     )
+    return EvaluationScoring(score, graph, entry is not None, entry.group if entry else None)
 
 
 def warm_up() -> None:

@@ -1,8 +1,11 @@
 """Error answers as the 2017 client parses them, and the ``request-id`` of every request.
 
-Every non-2xx answer is JSON ``{"detail": ..., "type": ..., "status": ..., "request_id": ...}`` with
-a ``request-id`` header; ``type`` names the offending parameter (the 2017 client shows it as
-``InvalidRequestError.param``) or is ``"about:blank"``.
+Every non-2xx answer is JSON ``{"detail": ..., "type": ..., "status": ..., "request_id": ...}``
+(:class:`palaestra.scoreboard.protocol.ErrorBody`) with a ``request-id`` header; ``type`` names the
+offending parameter (the 2017 client shows it as ``InvalidRequestError.param``) or is
+``"about:blank"``. A handler raises :class:`Problem` (or ingest raises
+:class:`~palaestra.scoreboard.server.ingest.IngestError`); :func:`install` turns either into that
+answer, and so does every validation error and unexpected exception.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from palaestra.scoreboard.protocol import NO_PARAM, REQUEST_ID_HEADER
 from palaestra.scoreboard.server.ids import new_id
+from palaestra.scoreboard.server.ingest import IngestError
 
 logger = logging.getLogger("palaestra.scoreboard")
 
@@ -36,7 +40,7 @@ TITLES = {
 }
 
 
-class ApiError(Exception):
+class Problem(Exception):
     """Raise in a handler to answer ``status`` with ``detail`` (and ``param`` as the error ``type``)."""
 
     def __init__(
@@ -89,9 +93,13 @@ def _validation_detail(exc: RequestValidationError) -> tuple[str, str]:
 def install(app: FastAPI) -> None:
     """Add the request-id middleware and the error handlers to ``app``."""
 
-    @app.exception_handler(ApiError)
-    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+    @app.exception_handler(Problem)
+    async def _problem(request: Request, exc: Problem) -> JSONResponse:
         return error_response(request, exc.status, exc.detail, exc.param, exc.headers)
+
+    @app.exception_handler(IngestError)
+    async def _ingest_error(request: Request, exc: IngestError) -> JSONResponse:
+        return error_response(request, exc.status, exc.detail, exc.param)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:

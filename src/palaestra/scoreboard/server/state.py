@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import migrate
 from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.db import Database, ServerSetting
+from palaestra.scoreboard.server.db import Algorithm, Database, ServerSetting
 from palaestra.scoreboard.server.storage import BlobStore, FileStore, open_store
 
 logger = logging.getLogger("palaestra.scoreboard")
@@ -31,6 +31,8 @@ class ServerState:
     #: Whether the busiest handlers may run on the event loop (``deps.run_blocking``): the database
     #: is on this machine and the blobs are a local folder, so nothing they wait on is on the network.
     inline: bool = False
+    #: (user seq, id or name) -> the algorithm it names (``api.algorithms.find_algorithm``)
+    known_algorithms: dict[tuple[int, str], Algorithm] = field(default_factory=dict)
 
     def close(self) -> None:
         self.db.dispose()

@@ -1,8 +1,8 @@
 """Queries and statistics for the benchmark pages.
 
-Benchmark definitions come from :mod:`palaestra.benchmarks` (guarded: a server without it still
-lists the benchmarks that have runs). A run's scores are what the server stored on ingest
-(``benchmark_runs.score``: :func:`palaestra.benchmarks.scoring.score_benchmark_run`'s dict, with
+Benchmark definitions come from :mod:`palaestra.benchmarks` (benchmarks that have runs but no
+definition here are listed too). A run's scores are what the server stored on ingest
+(``benchmark_runs.score``: :func:`palaestra.benchmarks.runs.score_benchmark_run`'s dict, with
 per-task trial scores and IQM/mean bootstrap intervals). The benchmark page adds per-algorithm
 aggregates: the trial scores of every run of an algorithm pooled per task, with
 :func:`palaestra.benchmarks.statistics.interval_estimates` (cached, since stored runs never change).
@@ -21,6 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from palaestra.benchmarks import Benchmark, registry
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
@@ -45,20 +46,8 @@ _cache_lock = threading.Lock()
 _aggregate_cache: OrderedDict[tuple[Any, ...], list[AggregateRow]] = OrderedDict()
 
 
-def _registry() -> Any | None:
-    try:
-        from palaestra.benchmarks import registry
-    except Exception as e:  # the benchmarks package is optional for the pages
-        logger.debug("palaestra.benchmarks is unavailable: %s", e)
-        return None
-    return registry
-
-
-def _spec(benchmark_id: str) -> Any | None:
-    reg = _registry()
-    if reg is None:
-        return None
-    return reg.benchmarks.get(benchmark_id)
+def _spec(benchmark_id: str) -> Benchmark | None:
+    return registry.benchmarks.get(benchmark_id)
 
 
 def _scorer_text(spec: Any) -> str:
@@ -75,8 +64,8 @@ def _scorer_text(spec: Any) -> str:
     return texts.get(name, f"Scored by {name}.")
 
 
-def summaries(session: Session) -> tuple[list[BenchmarkSummary], bool]:
-    """Every registered benchmark plus any with runs; ``(items, definitions available)``."""
+def summaries(session: Session) -> list[BenchmarkSummary]:
+    """Every registered benchmark, and any other that has runs."""
     counts = {
         r.benchmark_id: (int(r.n), r.best)
         for r in session.execute(
@@ -98,10 +87,9 @@ def summaries(session: Session) -> tuple[list[BenchmarkSummary], bool]:
             ).scalar()
             if run_id:
                 best_ids[benchmark_id] = run_id
-    reg = _registry()
     items: list[BenchmarkSummary] = []
     seen: set[str] = set()
-    for spec in reg.all() if reg is not None else []:
+    for spec in registry.all():
         seen.add(spec.id)
         n, best = counts.get(spec.id, (0, None))
         items.append(
@@ -131,7 +119,7 @@ def summaries(session: Session) -> tuple[list[BenchmarkSummary], bool]:
     # benchmarks with runs first, then the registry's order
     order = {b.id: i for i, b in enumerate(items)}
     items.sort(key=lambda b: (b.n_runs == 0, order[b.id]))
-    return items, reg is not None
+    return items
 
 
 def _tasks_of(spec: Any) -> list[TaskView]:

@@ -11,10 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from palaestra import catalogue
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
+from palaestra.scoreboard.server.records import (
+    RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
+)
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
     EnvCard,
@@ -41,10 +44,6 @@ LEADERBOARD_SORTS: dict[str, tuple[str, tuple[Any, ...]]] = {
     "algorithm": ("algorithm name", (Algorithm.name.asc().nulls_last(), Evaluation.seq.asc())),
 }
 DEFAULT_SORT = "episodes"
-#: The index that serves the default order in one scan; without it the order is read in two segments.
-#: The algorithm of an evaluation's benchmark run: the 2017 client names the algorithm on the run
-#: only, so a benchmark evaluation shows its run's algorithm.
-RunAlgorithm = aliased(Algorithm, name="run_algorithm")
 UNLISTED_GROUP = catalogue.Group(
     "unlisted", "Unlisted", "Environments the scoreboard's catalogue does not know."
 )
@@ -286,26 +285,3 @@ def algorithm_evaluations(
     runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_row.seq)
     where = sa.or_(Evaluation.algorithm_seq == algorithm_row.seq, Evaluation.benchmark_run_seq.in_(runs))
     return _paged_rows(session, where, page_number, path)
-
-
-# -- evaluation page ---------------------------------------------------------------------------------
-
-
-def evaluation(session: Session, evaluation_id: str) -> Any | None:
-    """The evaluation's row with its algorithm, owner and benchmark run (``None`` if there is none)."""
-    stmt = (
-        sa.select(
-            Evaluation,
-            sa.func.coalesce(Algorithm.id, RunAlgorithm.id).label("algorithm_id"),
-            sa.func.coalesce(Algorithm.name, RunAlgorithm.name).label("algorithm_name"),
-            sa.func.coalesce(Algorithm.writeup, RunAlgorithm.writeup).label("algorithm_writeup"),
-            User.name.label("user"),
-            BenchmarkRun.id.label("benchmark_run_id"),
-        )
-        .join(User, User.seq == Evaluation.user_seq)
-        .outerjoin(Algorithm, Algorithm.seq == Evaluation.algorithm_seq)
-        .outerjoin(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
-        .outerjoin(RunAlgorithm, RunAlgorithm.seq == BenchmarkRun.algorithm_seq)
-        .where(Evaluation.id == evaluation_id)
-    )
-    return session.execute(stmt).first()

@@ -10,19 +10,26 @@ import logging
 import re
 from typing import Any
 
+import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from palaestra import catalogue
-from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
 from palaestra.scoreboard.protocol import EpisodeBatchError
+from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.ingest import stored_batch_document
+from palaestra.scoreboard.server.records import (
+    EvaluationRecord,
+    StoredVideo,
+    evaluation_record,
+    evaluation_select,
+)
 from palaestra.scoreboard.server.storage import BlobStore
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web import curves, queries
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import blob_store, database
-from palaestra.scoreboard.server.web.views import Download, EvaluationDetail, VideoView
+from palaestra.scoreboard.server.web.views import Download, VideoView
 
 logger = logging.getLogger("palaestra.scoreboard.web")
 
@@ -123,19 +130,18 @@ def algorithm_page(
 # -- evaluations -------------------------------------------------------------------------------------
 
 
-def _video_kind(content_type: str) -> str:
-    if content_type == CONTENT_TYPE_MP4:
-        return "mp4"
-    if content_type == CONTENT_TYPE_ANSI:
-        return "terminal"
-    return "other"
+def _record(request: Request, evaluation_id: str) -> EvaluationRecord | None:
+    """The evaluation's record (the one the API answers with), or None."""
+    with database(request).read() as session:
+        row = session.execute(evaluation_select().where(Evaluation.id == evaluation_id)).first()
+    return evaluation_record(row) if row is not None else None
 
 
-def _terminal_fallback(request: Request, key: str | None, size: int | None) -> str | None:
+def _terminal_fallback(request: Request, video: StoredVideo) -> str | None:
     """The last frame of an asciicast v1 recording as plain text (shown without JavaScript)."""
-    if not key or (size is not None and size > MAX_FALLBACK_RECORDING_BYTES):
+    if video.kind != "terminal" or video.size > MAX_FALLBACK_RECORDING_BYTES:
         return None
-    return _last_frame_text(blob_store(request), key)
+    return _last_frame_text(blob_store(request), video.key)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -150,93 +156,45 @@ def _last_frame_text(store: BlobStore, key: str) -> str | None:
     return _ANSI_ESCAPE_RE.sub("", text).replace("\r\n", "\n").replace("\r", "\n").strip("\n")
 
 
-def _videos(request: Request, evaluation_id: str, stored: list[Any]) -> list[VideoView]:
-    out: list[VideoView] = []
-    base = f"/evaluations/{evaluation_id}/videos"
-    for item in sorted(
-        (v for v in stored if isinstance(v, dict) and v.get("name")),
-        key=lambda v: (v.get("episode_id") is None, v.get("episode_id") or 0, v["name"]),
-    ):
-        content_type = str(item.get("content_type") or "")
-        kind = _video_kind(content_type)
-        out.append(
-            VideoView(
-                name=str(item["name"]),
-                episode_id=item.get("episode_id"),
-                content_type=content_type,
-                kind=kind,
-                url=f"{base}/{item['name']}",
-                meta_url=f"{base}/{item['metadata_name']}" if item.get("metadata_name") else None,
-                size=item.get("size"),
-                text_frame=_terminal_fallback(request, item.get("key"), item.get("size"))
-                if kind == "terminal"
-                else None,
-            )
-        )
-    return out
+def _video_views(request: Request, ev: EvaluationRecord) -> list[VideoView]:
+    base = f"/evaluations/{ev.id}/videos"
+    return [
+        VideoView(v, f"{base}/{v.name}", f"{base}/{v.metadata_name}", _terminal_fallback(request, v))
+        for v in ev.videos
+    ]
 
 
-def _detail(request: Request, found: Any) -> EvaluationDetail:
-    ev = found.Evaluation
-    entry = catalogue.lookup(ev.env_id) if ev.env_id else None
-    env_info = {"env_id": ev.env_id, "gym_version": ev.gym_version}
-    return EvaluationDetail(
-        id=ev.id,
-        env_id=ev.env_id,
-        algorithm_id=found.algorithm_id,
-        algorithm_name=found.algorithm_name,
-        user=found.user,
-        created=ev.created,
-        writeup=ev.writeup or found.algorithm_writeup,
-        gym_version=ev.gym_version,
-        benchmark_run_id=found.benchmark_run_id,
-        # the rule the evaluation was judged by (its era's), not necessarily today's
-        rule=catalogue.solving_rule(ev.env_id, ev.trials, ev.reward_threshold) if entry is not None else None,
-        trials=ev.trials,
-        reward_threshold=ev.reward_threshold,
-        solved=bool(ev.solved),
-        episode_t_value=ev.episode_t_value,
-        timestep_t_value=ev.timestep_t_value,
-        mean=ev.mean,
-        error=ev.error,
-        number_episodes=ev.number_episodes or 0,
-        number_timesteps=ev.number_timesteps or 0,
-        seconds_to_solve=ev.seconds_to_solve,
-        seconds_in_total=ev.seconds_in_total,
-        env_info={k: v for k, v in env_info.items() if v is not None},
-        videos=_videos(request, ev.id, list(ev.videos or [])),
-        episode_batch_key=ev.episode_batch_key,
-        graph_stats=ev.graph_stats,
-    )
-
-
-def _curves(request: Request, ev: EvaluationDetail) -> dict[str, Any] | None:
+def _curves(request: Request, ev: EvaluationRecord) -> dict[str, Any] | None:
     hit, cached = _curve_cache.get(ev.id)
     if hit:
         return cached
+    score = ev.score
     data: dict[str, Any] | None = None
     if ev.episode_batch_key:
         try:
             doc = stored_batch_document(blob_store(request).get_bytes(ev.episode_batch_key), ev.env_id)
-            data = curves.from_episode_batch(doc, ev.trials, ev.reward_threshold)
+            data = curves.from_episode_batch(doc, score.trials, score.reward_threshold)
         except Exception as e:
             logger.warning("Cannot read the episode batch of %s (%s); using the binned curves", ev.id, e)
     if data is None:
-        data = curves.from_graph_stats(ev.graph_stats, ev.trials, ev.reward_threshold)
+        with database(request).read() as session:
+            graph_stats = session.scalar(sa.select(Evaluation.graph_stats).where(Evaluation.id == ev.id))
+        data = curves.from_graph_stats(graph_stats, score.trials, score.reward_threshold)
     _curve_cache.put(ev.id, data)
     return data
 
 
 @router.get("/evaluations/{evaluation_id}", response_class=HTMLResponse)
 def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
-    with database(request).read() as session:
-        found = queries.evaluation(session, evaluation_id)
-        if found is None:
-            return not_found(request, f"No evaluation {evaluation_id!r}.")
-        detail = _detail(request, found)
-    base = f"/evaluations/{detail.id}"
+    ev = _record(request, evaluation_id)
+    if ev is None:
+        return not_found(request, f"No evaluation {evaluation_id!r}.")
+    entry = catalogue.lookup(ev.env_id) if ev.env_id else None
+    env_info = {"env_id": ev.env_id, "gym_version": ev.gym_version}
+    videos = _video_views(request, ev)
+    base = f"/evaluations/{ev.id}"
     downloads: list[Download] = []
-    if detail.episode_batch_key:
+    if ev.episode_batch_key:
         downloads += [
             Download(
                 "Episode batch (JSON)",
@@ -245,23 +203,22 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
             ),
             Download("Episodes (CSV)", f"{base}/episodes.csv", "one row per episode"),
         ]
-    downloads.append(Download("Evaluation (JSON, API)", f"/v1/evaluations/{detail.id}"))
-    for v in detail.videos:
-        downloads.append(Download(f"Video of episode {v.episode_id} ({v.name})", v.url))
+    downloads.append(Download("Evaluation (JSON, API)", f"/v1/evaluations/{ev.id}"))
+    for v in videos:
+        downloads.append(Download(f"Video of episode {v.video.episode_id} ({v.video.name})", v.url))
     return render(
         request,
         "evaluation.html",
-        ev=detail,
-        curves=_curves(request, detail),
+        ev=ev,
+        # the rule the evaluation was judged by (its era's), not necessarily today's
+        rule=catalogue.solving_rule(ev.env_id, ev.score.trials, ev.score.reward_threshold) if entry else None,
+        writeup_url=ev.writeup or (ev.algorithm.writeup if ev.algorithm else None),
+        env_info={k: v for k, v in env_info.items() if v is not None},
+        videos=videos,
+        curves=_curves(request, ev),
         downloads=downloads,
-        has_terminal_videos=any(v.kind == "terminal" for v in detail.videos),
+        has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
     )
-
-
-def _evaluation_row(request: Request, evaluation_id: str) -> Any:
-    with database(request).read() as session:
-        found = queries.evaluation(session, evaluation_id)
-    return found.Evaluation if found is not None else None
 
 
 def _blob_response(request: Request, key: str, media_type: str, filename: str | None = None) -> Response:
@@ -311,8 +268,7 @@ def _bytes_response(
 
 @router.get("/evaluations/{evaluation_id}/episode_batch.json")
 def episode_batch_download(request: Request, evaluation_id: str) -> Response:
-    ev = _evaluation_row(request, evaluation_id)
-    doc = _stored_batch(request, ev)
+    doc = _stored_batch(request, _record(request, evaluation_id))
     if doc is None:
         return Response("no such episode batch", status_code=404, media_type="text/plain")
     headers = {
@@ -323,7 +279,7 @@ def episode_batch_download(request: Request, evaluation_id: str) -> Response:
     return Response(json.dumps(doc), media_type="application/json", headers=headers)
 
 
-def _stored_batch(request: Request, ev: Any) -> dict[str, Any] | None:
+def _stored_batch(request: Request, ev: EvaluationRecord | None) -> dict[str, Any] | None:
     """The 2017 stored document of evaluation ``ev``'s episode batch; None if it has none or it is gone."""
     if ev is None or not ev.episode_batch_key:
         return None
@@ -336,8 +292,7 @@ def _stored_batch(request: Request, ev: Any) -> dict[str, Any] | None:
 
 @router.get("/evaluations/{evaluation_id}/episodes.csv")
 def episodes_csv(request: Request, evaluation_id: str) -> Response:
-    ev = _evaluation_row(request, evaluation_id)
-    doc = _stored_batch(request, ev)
+    doc = _stored_batch(request, _record(request, evaluation_id))
     if doc is None:
         return Response("no such episode batch", status_code=404, media_type="text/plain")
     out = io.StringIO()
@@ -368,20 +323,14 @@ def episodes_csv(request: Request, evaluation_id: str) -> Response:
 
 @router.get("/evaluations/{evaluation_id}/videos/{name}")
 def video_download(request: Request, evaluation_id: str, name: str) -> Response:
-    ev = _evaluation_row(request, evaluation_id)
+    ev = _record(request, evaluation_id)
     if ev is None:
         return Response("no such evaluation", status_code=404, media_type="text/plain")
-    for item in ev.videos or []:
-        if not isinstance(item, dict):
-            continue
-        if item.get("name") == name and item.get("key"):
-            content_type = str(item.get("content_type") or "")
-            media = "application/json" if content_type == CONTENT_TYPE_ANSI else (content_type or "video/mp4")
-            if name.endswith(".avi"):
-                media = "video/x-msvideo"
-            return _blob_response(request, item["key"], media, name)
-        if item.get("metadata_name") == name and item.get("metadata_key"):
-            return _blob_response(request, item["metadata_key"], "application/json", name)
+    for video in ev.videos:
+        if video.name == name:
+            return _blob_response(request, video.key, video.media_type, name)
+        if video.metadata_name == name:
+            return _blob_response(request, video.metadata_key, "application/json", name)
     return Response("no such video", status_code=404, media_type="text/plain")
 
 
@@ -391,10 +340,8 @@ def video_download(request: Request, evaluation_id: str, name: str) -> Response:
 @router.get("/benchmarks", response_class=HTMLResponse)
 def benchmarks_page(request: Request) -> HTMLResponse:
     with database(request).read() as session:
-        items, available = benchmark_pages.summaries(session)
-    return render(
-        request, "benchmarks.html", nav="benchmarks", benchmarks=items, benchmarks_available=available
-    )
+        items = benchmark_pages.summaries(session)
+    return render(request, "benchmarks.html", nav="benchmarks", benchmarks=items)
 
 
 @router.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse)

@@ -1,4 +1,8 @@
-"""What the templates show: plain data classes filled by :mod:`.queries` (no ORM objects in templates)."""
+"""What the templates show: plain data classes filled by :mod:`.queries` (no ORM objects in templates).
+
+An evaluation's page shows its :class:`~palaestra.scoreboard.server.records.EvaluationRecord`, the
+record the API answers with too.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from palaestra.catalogue import Group
+from palaestra.scoreboard.server.records import StoredVideo
 
 PAGE_SIZE = 25
 
@@ -120,14 +125,12 @@ class EvaluationRow:
 
 @dataclass(frozen=True)
 class VideoView:
-    name: str
-    episode_id: int | None
-    content_type: str
-    kind: str  # "mp4", "terminal" or "other"
+    """A stored video on the evaluation page: where the browser gets it and its metadata, and a
+    terminal recording's last frame as plain text (shown without JavaScript)."""
+
+    video: StoredVideo
     url: str
-    meta_url: str | None
-    size: int | None
-    #: a terminal recording's last frame as plain text, shown without JavaScript
+    meta_url: str
     text_frame: str | None = None
 
 
@@ -136,37 +139,6 @@ class Download:
     label: str
     url: str
     note: str = ""
-
-
-@dataclass(frozen=True)
-class EvaluationDetail:
-    """Everything on an evaluation page except the curves."""
-
-    id: str
-    env_id: str | None
-    algorithm_id: str | None
-    algorithm_name: str | None
-    user: str | None
-    created: datetime | None
-    writeup: str | None
-    gym_version: str | None
-    benchmark_run_id: str | None
-    rule: str | None
-    trials: int
-    reward_threshold: float | None
-    solved: bool
-    episode_t_value: int | None
-    timestep_t_value: int | None
-    mean: float | None
-    error: float | None
-    number_episodes: int
-    number_timesteps: int
-    seconds_to_solve: float | None
-    seconds_in_total: float | None
-    env_info: dict[str, Any]
-    videos: list[VideoView]
-    episode_batch_key: str | None
-    graph_stats: dict[str, Any] | None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,41 @@
+"""The ``/v1`` API, wire-compatible with the 2017 gym client (spec §4.3-4.4, §10); the schemas are
+:mod:`palaestra.scoreboard.protocol`'s, and every answer is built as its protocol model.
+
+The route table, one router per resource:
+
+=====================================  =========================================================
+``GET  /v1/health``                    :mod:`.health`
+``POST /v1/files``, ``GET`` one, list  :mod:`.files` (a file and its signed upload form)
+``POST /v1/uploads/{file_id}``         :mod:`.uploads` (the form's ``post_url``: the bytes, ingested)
+``POST /v1/evaluations``, ``GET``      :mod:`.evaluations` (scored on creation, atomically)
+``/v1/benchmark_runs`` (+ ``/commit``)  :mod:`.benchmark_runs`
+``/v1/algorithms``                     :mod:`.algorithms`
+``/v1/envs``, ``/v1/groups``           :mod:`.envs`
+=====================================  =========================================================
+
+Shared pieces: :mod:`.deps` (``Annotated`` dependencies: ``State``, ``CurrentUser``, ``ListQuery``),
+:mod:`.idempotency` (``Idempotency-Key`` on creating POSTs), :mod:`.common` (answers, list pages).
+Errors are :class:`~palaestra.scoreboard.server.problems.Problem` and
+:class:`~palaestra.scoreboard.server.ingest.IngestError`, answered by the app's handlers.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from palaestra.scoreboard.protocol import API_PREFIX
+from palaestra.scoreboard.server.api import (
+    algorithms,
+    benchmark_runs,
+    envs,
+    evaluations,
+    files,
+    health,
+    uploads,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix=API_PREFIX)
+for resource in (health, files, uploads, evaluations, benchmark_runs, algorithms, envs):
+    router.include_router(resource.router)

@@ -1,0 +1,387 @@
+"""``/v1/evaluations``: an evaluation is one upload of a training directory (its episode batch and
+video archive), scored once, when it is created.
+
+Creating one runs in named stages: :func:`_check_references` (the files, benchmark run and algorithm
+the request names), :func:`_read_content` (the episodes and videos; a file uploaded straight to S3 is
+validated now, every other one was validated when it arrived), :func:`_score` (solved statistics,
+learning curves, the benchmark's score) and :func:`_insert`: one transaction that adds the evaluation,
+claims its files, adds it to its env's aggregates and stores the idempotent answer. A server killed at
+any point leaves either the whole evaluation or none of it.
+
+Answers render :class:`~palaestra.scoreboard.server.records.EvaluationRecord`, as the web pages do.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Request, Response
+from sqlalchemy.orm import Session
+
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.protocol import EpisodeBatch
+from palaestra.scoreboard.server import benchmarking
+from palaestra.scoreboard.server.api.algorithms import find_algorithm, resolve_algorithm
+from palaestra.scoreboard.server.api.benchmark_runs import own_run
+from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
+from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State
+from palaestra.scoreboard.server.api.files import load_files, own_file
+from palaestra.scoreboard.server.api.idempotency import REPLAYED_HEADER, Idempotency
+from palaestra.scoreboard.server.api.uploads import ingest_remote
+from palaestra.scoreboard.server.auth import Principal
+from palaestra.scoreboard.server.db import (
+    Algorithm,
+    BenchmarkRun,
+    Evaluation,
+    FileRecord,
+    RawJSON,
+    User,
+    snapshot,
+    upsert_env_stats,
+    utcnow,
+)
+from palaestra.scoreboard.server.deps import run_blocking
+from palaestra.scoreboard.server.ids import new_id
+from palaestra.scoreboard.server.ingest import (
+    EvaluationScoring,
+    IngestError,
+    read_validated_batch,
+    score_batch,
+)
+from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.records import (
+    RunAlgorithm,
+    StoredVideo,
+    evaluation_record,
+    evaluation_select,
+    new_evaluation_record,
+)
+from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.storage import BlobNotFound, FileStore
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/evaluations", tags=["evaluations"])
+
+_INSERT_EVALUATION = sa.insert(Evaluation)
+_CLAIM_FILES = (
+    sa.update(FileRecord)
+    .where(FileRecord.id.in_(sa.bindparam("file_ids", expanding=True)), FileRecord.evaluation_id.is_(None))
+    .values(evaluation_id=sa.bindparam("evaluation_id"))
+)
+_RUN_STATUS = sa.select(BenchmarkRun.status).where(BenchmarkRun.seq == sa.bindparam("run_seq"))
+BATCH, VIDEO = "training_episode_batch", "training_video"
+
+
+# -- reading -----------------------------------------------------------------------------------------
+
+
+@router.get("/{evaluation_id}", response_model=protocol.EvaluationObject)
+def get_evaluation(evaluation_id: str, request: Request, state: State) -> Response:
+    with state.db.read() as session:
+        row = session.execute(evaluation_select().where(Evaluation.id == evaluation_id)).first()
+    if row is None:
+        raise not_found("evaluation", evaluation_id)
+    return answer(evaluation_record(row).to_object(base_url(state, request)))
+
+
+@router.get("", response_model=protocol.ListPage[protocol.EvaluationObject])
+def list_evaluations(request: Request, state: State, asked: ListQuery) -> Response:
+    """Evaluations, newest first (filters: ``env``, ``algorithm``, ``benchmark_run_id``, ``owner``)."""
+    base = base_url(state, request)
+    columns = {
+        "env": Evaluation.env_id,
+        # the algorithm an evaluation shows: its own, else its benchmark run's
+        "algorithm": sa.func.coalesce(Algorithm.id, RunAlgorithm.id),
+        "benchmark_run_id": BenchmarkRun.id,
+        "owner": User.name,
+    }
+    query = filtered(evaluation_select(), asked.filters, columns)
+    with state.db.read() as session:
+        body = page(
+            session,
+            Evaluation,
+            query,
+            asked,
+            f"{protocol.API_PREFIX}/evaluations",
+            lambda r: evaluation_record(r).to_object(base),
+            protocol.EvaluationObject,
+        )
+    return answer(body)
+
+
+# -- creating ----------------------------------------------------------------------------------------
+
+
+@router.post("", status_code=201, response_model=protocol.EvaluationObject)
+async def create_evaluation(
+    body: protocol.EvaluationCreate, request: Request, principal: CurrentUser, state: State
+) -> Response:
+    """Create an evaluation from uploaded files; scored on ingest; atomic."""
+    return await run_blocking(state, _create_evaluation, body, request, principal, state)
+
+
+def _create_evaluation(
+    body: protocol.EvaluationCreate, request: Request, principal: Principal, state: ServerState
+) -> Response:
+    if not body.env:
+        raise Problem(
+            400, "Missing required parameter 'env' (the env id the episodes were recorded on).", "env"
+        )
+    idempotency = Idempotency.of(request, principal, body)
+    if (stored := idempotency.stored_answer(state.db)) is not None:
+        return stored  # before any work: a retried request finds its evaluation made
+    refs = _check_references(state, principal, body)
+    content = _read_content(state, refs)
+    scored = _score(body.env, body.gym_version, refs, content)
+    new = _NewEvaluation(
+        new_id("evaluation"), body, principal, refs, content, scored, base_url(state, request)
+    )
+    response = idempotency.create(state.db, lambda session: _insert(state, session, new))
+    if refs.run is not None and not response.headers.get(REPLAYED_HEADER):
+        benchmarking.score_run(state, refs.run.id)
+    return response
+
+
+@dataclass
+class _References:
+    """What the request names, checked: its files, its open benchmark run, its algorithm."""
+
+    batch: FileRecord | None = None
+    video: FileRecord | None = None
+    run: BenchmarkRun | None = None
+    run_algorithm: Algorithm | None = None
+    #: the algorithm's id or name, and the algorithm if it exists (else it is created with the evaluation)
+    algorithm_ref: str | None = None
+    algorithm: Algorithm | None = None
+
+    @property
+    def files(self) -> list[FileRecord]:
+        return [f for f in (self.batch, self.video) if f is not None]
+
+
+def _check_references(
+    state: ServerState, principal: Principal, body: protocol.EvaluationCreate
+) -> _References:
+    refs = _References(algorithm_ref=body.algorithm.id if body.algorithm else None)
+    with state.db.read() as session:
+        conn = session.connection()
+        if refs.algorithm_ref:  # looked up here, so that the transaction only creates a new one
+            refs.algorithm = find_algorithm(state, conn, principal, refs.algorithm_ref)
+        file_ids = [i for i in (body.training_episode_batch, body.training_video) if i]
+        found = load_files(conn, file_ids) if file_ids else {}
+        if body.training_episode_batch:
+            refs.batch = _usable_file(
+                state, found, principal, body.training_episode_batch, "episode_batch", BATCH
+            )
+        if body.training_video:
+            refs.video = _usable_file(state, found, principal, body.training_video, "video", VIDEO)
+        if body.benchmark_run_id:
+            refs.run = own_run(session, principal, body.benchmark_run_id, "benchmark_run_id")
+            if refs.run.status == "committed":
+                raise Problem(
+                    409,
+                    f"Benchmark run {refs.run.id} was committed; start a new run to upload more.",
+                    "benchmark_run_id",
+                )
+            if refs.run.algorithm_seq is not None:
+                refs.run_algorithm = session.get(Algorithm, refs.run.algorithm_seq)
+    return refs
+
+
+def _usable_file(
+    state: ServerState,
+    found: dict[str, FileRecord],
+    principal: Principal,
+    file_id: str,
+    purpose: str,
+    param: str,
+) -> FileRecord:
+    """File ``file_id`` checked for use by a new evaluation: the caller's, of ``purpose``, unused, with content."""
+    record = own_file(found.get(file_id), principal, file_id, param)
+    if record.purpose != purpose:
+        raise Problem(
+            400,
+            f"{param} must be a file uploaded with purpose {purpose!r}; {file_id} has purpose {record.purpose!r}.",
+            param,
+        )
+    if record.evaluation_id is not None:
+        raise Problem(
+            409,
+            f"File {file_id} already belongs to evaluation {record.evaluation_id}; upload the "
+            "data again for a new evaluation.",
+            param,
+        )
+    if record.status == "uploaded":
+        return record
+    # Pending: on S3 the bytes may have gone straight to the store with a presigned POST.
+    size = (
+        None
+        if record.storage_key is None or isinstance(state.store, FileStore)
+        else state.store.size(record.storage_key)
+    )
+    if size is None:
+        raise Problem(
+            400,
+            f"File {file_id} has no content yet: POST its post_fields and the file to its post_url first.",
+            param,
+        )
+    if size > record.max_bytes:
+        raise Problem(
+            413, f"File {file_id} is {size} bytes; this server accepts at most {record.max_bytes}.", param
+        )
+    record.size = size
+    return record
+
+
+@dataclass
+class _Content:
+    """The episodes and videos an evaluation is made of."""
+
+    batch: EpisodeBatch | None = None
+    videos: list[StoredVideo] = field(default_factory=list)
+    #: the columns of the files validated just now (uploaded straight to the store)
+    file_updates: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _read_content(state: ServerState, refs: _References) -> _Content:
+    content = _Content()
+    for record, param in ((refs.batch, BATCH), (refs.video, VIDEO)):
+        if record is not None and record.status != "uploaded":
+            remote = ingest_remote(state, record, param)
+            content.file_updates[record.id] = {
+                "ingest": remote.ingest,
+                "size": record.size,
+                "status": "uploaded",
+            }
+            if record is refs.batch:
+                content.batch = remote.batch
+            else:
+                content.videos = remote.videos
+    if refs.batch is not None and content.batch is None:
+        content.batch = _stored_batch(state, refs.batch)
+    if refs.video is not None and refs.video.id not in content.file_updates:
+        content.videos = [StoredVideo.from_stored(v) for v in (refs.video.ingest or {}).get("videos", [])]
+    return content
+
+
+def _stored_batch(state: ServerState, record: FileRecord) -> EpisodeBatch:
+    """The batch of an uploaded file, as validated when it arrived."""
+    assert record.storage_key is not None
+    try:
+        return read_validated_batch(state.store.get_bytes(record.storage_key))
+    except BlobNotFound:
+        raise Problem(
+            400, f"The content of {record.id} is missing from the store; upload it again.", BATCH
+        ) from None
+    except IngestError as e:
+        raise e.about(BATCH) from None
+
+
+def _score(env_id: str, gym_version: str | None, refs: _References, content: _Content) -> _Scores:
+    """Judged by the registry of the gym that recorded the run (:func:`palaestra.catalogue.solving_criteria`)."""
+    scoring = score_batch(content.batch, env_id, gym_version)
+    benchmark_score = None
+    if refs.run is not None and content.batch is not None:
+        benchmark_score = benchmarking.score_evaluation(
+            refs.run.benchmark_id, env_id, content.batch.enriched(env_id)
+        )
+    # serialised here, not while holding the write lock
+    graph = None if scoring.graph_stats is None else RawJSON(json.dumps(scoring.graph_stats))
+    return _Scores(scoring, graph, benchmark_score)
+
+
+@dataclass
+class _Scores:
+    scoring: EvaluationScoring
+    graph_stats: RawJSON | None
+    benchmark_score: dict[str, Any] | None
+
+
+@dataclass
+class _NewEvaluation:
+    """Everything the write transaction needs, prepared before it."""
+
+    id: str
+    body: protocol.EvaluationCreate
+    principal: Principal
+    refs: _References
+    content: _Content
+    scores: _Scores
+    base_url: str
+
+
+def _insert(
+    state: ServerState, session: Session, new: _NewEvaluation
+) -> tuple[int, protocol.EvaluationObject]:
+    refs, scoring, env_id = new.refs, new.scores.scoring, new.body.env or ""
+    algorithm = refs.algorithm or resolve_algorithm(state, session, new.principal, refs.algorithm_ref)
+    now = utcnow()
+    values = {
+        "id": new.id,
+        "user_seq": new.principal.user_seq,
+        "env_id": env_id,
+        "env_listed": scoring.listed,
+        "algorithm_seq": algorithm.seq if algorithm else None,
+        "benchmark_run_seq": refs.run.seq if refs.run else None,
+        "writeup": new.body.writeup,
+        "gym_version": new.body.gym_version,
+        "training_episode_batch": new.body.training_episode_batch,
+        "training_video": new.body.training_video,
+        # the uploaded batch; readers add env_id and the first reset time (ingest.stored_batch_document)
+        "episode_batch_key": refs.batch.storage_key if refs.batch else None,
+        "videos": [v.stored() for v in new.content.videos],
+        "benchmark_score": new.scores.benchmark_score,
+        "graph_stats": new.scores.graph_stats,
+        "created": now,
+        **scoring.columns(),
+    }
+    session.connection().execute(_INSERT_EVALUATION, values)
+    _claim_files(session, refs, new.content.file_updates, new.id)
+    if refs.run is not None and session.scalar(_RUN_STATUS, {"run_seq": refs.run.seq}) == "committed":
+        raise Problem(409, f"Benchmark run {refs.run.id} was committed meanwhile.", "benchmark_run_id")
+    upsert_env_stats(
+        session, env_id, scoring.group, scoring.listed, scoring.score.mean, scoring.score.solved, new.id, now
+    )
+    record = new_evaluation_record(
+        snapshot(Evaluation, values),
+        algorithm or refs.run_algorithm,
+        refs.run.id if refs.run else None,
+        new.principal.user_name,
+    )
+    return 201, record.to_object(new.base_url)
+
+
+def _claim_files(
+    session: Session, refs: _References, updates: dict[str, dict[str, Any]], evaluation_id: str
+) -> None:
+    """Mark the evaluation's files as its own; 409 if another evaluation took one meanwhile."""
+    claimed = 0
+    for record in refs.files:
+        if record.id in updates:
+            claim: Any = (
+                sa.update(FileRecord)
+                .where(FileRecord.id == record.id, FileRecord.evaluation_id.is_(None))
+                .values(evaluation_id=evaluation_id, **updates[record.id])
+            )
+            claimed += session.execute(claim).rowcount  # type: ignore[attr-defined]
+    uploaded = [r.id for r in refs.files if r.id not in updates]
+    if uploaded:  # one statement for both files: the write lock is held meanwhile
+        params = {"file_ids": uploaded, "evaluation_id": evaluation_id}
+        claimed += session.connection().execute(_CLAIM_FILES, params).rowcount
+    if claimed != len(refs.files):
+        taken = _taken_file(session, refs.files, evaluation_id)
+        param = VIDEO if taken is refs.video else BATCH
+        raise Problem(409, f"File {taken.id} was used by another evaluation meanwhile.", param)
+
+
+def _taken_file(session: Session, records: list[FileRecord], evaluation_id: str) -> FileRecord:
+    """Which of ``records`` another evaluation claimed first (after a claim fell short)."""
+    for record in records:
+        owner = session.scalar(sa.select(FileRecord.evaluation_id).where(FileRecord.id == record.id))
+        if owner != evaluation_id:
+            return record
+    return records[0]

@@ -1,0 +1,239 @@
+"""The scoreboard's records: one typed object per concept, read once from the database, rendered by
+the ``/v1`` API and by the web pages alike (so the two cannot disagree).
+
+- :class:`StoredVideo`: one video of an evaluation as the server keeps it (what the wire shows, plus
+  the blob keys of the video and its metadata); ingest writes it, everyone else reads it.
+- :class:`AlgorithmRecord`: an algorithm and its owner.
+- :class:`EvaluationRecord`: an evaluation with its algorithm (its own, else its benchmark run's: the
+  2017 client names the algorithm on the run only), owner, run, "solved" statistics and videos.
+  :func:`evaluation_select` is its one query, :func:`evaluation_record` builds it from a row.
+
+Each record renders itself as its :mod:`~palaestra.scoreboard.protocol` object (``to_object``); the
+pages render the record itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import aliased
+
+from palaestra import catalogue
+from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
+
+__all__ = [
+    "SCORE_FIELDS",
+    "AlgorithmRecord",
+    "EvaluationRecord",
+    "RunAlgorithm",
+    "StoredVideo",
+    "evaluation_record",
+    "evaluation_select",
+    "score_of",
+]
+
+
+# -- videos ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredVideo:
+    """One video of an evaluation as stored (``evaluations.videos`` and the video file's ``ingest``)."""
+
+    name: str
+    metadata_name: str
+    episode_id: int | None
+    content_type: str
+    size: int
+    #: blob keys of the video and of its ``.meta.json``
+    key: str
+    metadata_key: str
+
+    @classmethod
+    def from_stored(cls, doc: Mapping[str, Any]) -> StoredVideo:
+        return cls(
+            name=doc["name"],
+            metadata_name=doc["metadata_name"],
+            episode_id=doc.get("episode_id"),
+            content_type=doc["content_type"],
+            size=doc["size"],
+            key=doc["key"],
+            metadata_key=doc["metadata_key"],
+        )
+
+    def stored(self) -> dict[str, Any]:
+        """The JSON document kept in the database."""
+        return asdict(self)
+
+    def summary(self) -> protocol.VideoSummary:
+        """What the API shows (no blob keys)."""
+        return protocol.VideoSummary(
+            name=self.name,
+            metadata_name=self.metadata_name,
+            episode_id=self.episode_id,
+            content_type=self.content_type,
+            size=self.size,
+        )
+
+    @property
+    def kind(self) -> str:
+        """``"mp4"``, ``"terminal"`` (an asciicast recording) or ``"other"``."""
+        if self.content_type == CONTENT_TYPE_MP4:
+            return "mp4"
+        if self.content_type == CONTENT_TYPE_ANSI:
+            return "terminal"
+        return "other"
+
+    @property
+    def media_type(self) -> str:
+        """The Content-Type the video is served with."""
+        if self.name.endswith(".avi"):
+            return "video/x-msvideo"
+        if self.content_type == CONTENT_TYPE_ANSI:
+            return "application/json"
+        return self.content_type or "video/mp4"
+
+
+def stored_videos(docs: Sequence[Mapping[str, Any]] | None) -> tuple[StoredVideo, ...]:
+    """The videos of an ``evaluations.videos`` column, by episode (then name)."""
+    videos = (StoredVideo.from_stored(doc) for doc in docs or ())
+    return tuple(sorted(videos, key=lambda v: (v.episode_id is None, v.episode_id or 0, v.name)))
+
+
+# -- algorithms ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AlgorithmRecord:
+    id: str
+    name: str
+    description: str | None
+    writeup: str | None
+    owner: str | None
+    created: datetime | None
+
+    @classmethod
+    def of(cls, algorithm: Any, owner: str | None) -> AlgorithmRecord:
+        """From an ``algorithms`` row (ORM object, snapshot or Core row) and its owner's name."""
+        return cls(
+            algorithm.id, algorithm.name, algorithm.description, algorithm.writeup, owner, algorithm.created
+        )
+
+    def to_object(self, base_url: str) -> protocol.AlgorithmObject:
+        return protocol.AlgorithmObject(
+            id=self.id,
+            name=self.name,
+            description=self.description,
+            writeup=self.writeup,
+            owner=self.owner,
+            created=self.created,
+            web_url=f"{base_url}{protocol.algorithm_web_path(self.id)}",
+        )
+
+
+# -- evaluations -----------------------------------------------------------------------------------
+
+#: The "solved" statistics and what they were scored against: the fields of
+#: :class:`protocol.EvaluationScore`, each stored in the ``evaluations`` column of the same name.
+SCORE_FIELDS: tuple[str, ...] = tuple(protocol.EvaluationScore.model_fields)
+
+
+def score_of(row: Any) -> protocol.EvaluationScore:
+    """The score columns of an ``evaluations`` row (or of the values inserted as one)."""
+    return protocol.EvaluationScore(**{name: getattr(row, name) for name in SCORE_FIELDS})
+
+
+@dataclass(frozen=True)
+class EvaluationRecord:
+    id: str
+    env_id: str | None
+    #: the env id is in the catalogue (unknown ids are accepted, unranked)
+    env_listed: bool
+    env_group: str | None
+    #: the evaluation's algorithm, else its benchmark run's
+    algorithm: AlgorithmRecord | None
+    benchmark_run_id: str | None
+    writeup: str | None
+    gym_version: str | None
+    training_episode_batch: str | None
+    training_video: str | None
+    owner: str | None
+    score: protocol.EvaluationScore
+    videos: tuple[StoredVideo, ...]
+    created: datetime | None
+    #: blob key of the uploaded episode batch (None without one)
+    episode_batch_key: str | None
+
+    def to_object(self, base_url: str) -> protocol.EvaluationObject:
+        return protocol.EvaluationObject(
+            id=self.id,
+            env=self.env_id,
+            env_listed=self.env_listed,
+            env_group=self.env_group,
+            algorithm=self.algorithm.to_object(base_url) if self.algorithm else None,
+            benchmark_run_id=self.benchmark_run_id,
+            writeup=self.writeup,
+            gym_version=self.gym_version,
+            training_episode_batch=self.training_episode_batch,
+            training_video=self.training_video,
+            owner=self.owner,
+            score=self.score,
+            videos=[v.summary() for v in self.videos],
+            created=self.created,
+            web_url=f"{base_url}{protocol.evaluation_web_path(self.id)}",
+        )
+
+    def video(self, name: str) -> StoredVideo | None:
+        """The video called ``name``, or None."""
+        return next((v for v in self.videos if v.name == name), None)
+
+
+#: The algorithm of an evaluation's benchmark run.
+RunAlgorithm = aliased(Algorithm, name="run_algorithm")
+
+
+def evaluation_select() -> Any:
+    """The evaluations with everything :func:`evaluation_record` needs (filter and order it)."""
+    return (
+        sa.select(Evaluation, Algorithm, RunAlgorithm, BenchmarkRun.id.label("run_id"), User.name)
+        .join(User, User.seq == Evaluation.user_seq)
+        .outerjoin(Algorithm, Algorithm.seq == Evaluation.algorithm_seq)
+        .outerjoin(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
+        .outerjoin(RunAlgorithm, RunAlgorithm.seq == BenchmarkRun.algorithm_seq)
+    )
+
+
+def evaluation_record(row: Any) -> EvaluationRecord:
+    """The record of one row of :func:`evaluation_select`."""
+    evaluation, own_algorithm, run_algorithm, run_id, owner = row
+    return new_evaluation_record(evaluation, own_algorithm or run_algorithm, run_id, owner)
+
+
+def new_evaluation_record(
+    evaluation: Any, algorithm: Any | None, benchmark_run_id: str | None, owner: str | None
+) -> EvaluationRecord:
+    """The record of ``evaluation`` (a row, or the values just inserted as one) with its algorithm row."""
+    entry = catalogue.lookup(evaluation.env_id) if evaluation.env_id else None
+    return EvaluationRecord(
+        id=evaluation.id,
+        env_id=evaluation.env_id,
+        env_listed=bool(evaluation.env_listed),
+        env_group=entry.group if entry else None,
+        algorithm=AlgorithmRecord.of(algorithm, owner) if algorithm is not None else None,
+        benchmark_run_id=benchmark_run_id,
+        writeup=evaluation.writeup,
+        gym_version=evaluation.gym_version,
+        training_episode_batch=evaluation.training_episode_batch,
+        training_video=evaluation.training_video,
+        owner=owner,
+        score=score_of(evaluation),
+        videos=stored_videos(evaluation.videos),
+        created=evaluation.created,
+        episode_batch_key=evaluation.episode_batch_key,
+    )
