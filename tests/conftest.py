@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from legacy_gym import REPO_ROOT, build_legacy_gym_venv, legacy_python
+from tests.legacy_gym import REPO_ROOT, build_legacy_gym_venv, legacy_python
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """The original gym 0.9.4, in a venv of its own, for the tests of the 2017 contracts.
 
 Shared by the whole suite (Monitor and loader compatibility, the 2017 upload client, the 2017 scorers).
-Import it as ``from legacy_gym import run_legacy_gym`` (``tests/`` is on ``sys.path``).
+Import it as ``from tests.legacy_gym import run_legacy_gym``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ import textwrap
 import numpy as np
 import pytest
 
-from legacy_gym import run_legacy_gym
 from palaestra.solved_stats import (
     compute_graph_stats,
     running_mean,
@@ -17,6 +16,7 @@ from palaestra.solved_stats import (
     solved_stats,
     trailing_mean,
 )
+from tests.legacy_gym import run_legacy_gym
 
 
 def synthetic_run(n: int = 300, seed: int = 0) -> dict:

@@ -16,9 +16,15 @@ from typing import Any
 
 import numpy as np
 import pytest
-from legacy_cases_2017 import AGGREGATE_CASE, CASES, aggregate_evaluation, evaluation_of, legacy_script
 
 from palaestra.benchmarks import Benchmark, benchmark_aggregate_score, scoring
+from tests.benchmarks.legacy_cases_2017 import (
+    AGGREGATE_CASE,
+    CASES,
+    aggregate_evaluation,
+    evaluation_of,
+    legacy_script,
+)
 
 PINNED_2017: dict[str, Any] = {
     "aggregate": {

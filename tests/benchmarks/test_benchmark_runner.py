@@ -18,7 +18,7 @@ from palaestra.benchmarks import (
 from palaestra.benchmarks.runner import DONE_MARKER, BenchmarkRunError, run_benchmark
 from palaestra.errors import Error
 
-AGENTS = "bench_test_agents"
+AGENTS = "tests.benchmarks.bench_test_agents"
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from cli_helpers import palaestra
 
 import palaestra as pal
+from tests.cli.cli_helpers import palaestra
 
 ale_py = pytest.importorskip("ale_py", reason="the atari extra (ale-py) is not installed")
 gym.register_envs(ale_py)

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-from cli_helpers import palaestra
 
 from palaestra.cli import build_parser
+from tests.cli.cli_helpers import palaestra
 
 SUBCOMMANDS = sorted(
     next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices

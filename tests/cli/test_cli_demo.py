@@ -10,7 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from cli_helpers import PALAESTRA, cli_env, free_port, palaestra
+
+from tests.cli.cli_helpers import PALAESTRA, cli_env, free_port, palaestra
 
 STARTUP_S = 240
 

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from cli_helpers import palaestra
 
 import palaestra as pal
+from tests.cli.cli_helpers import palaestra
 
 
 def _run(tmp_path: Path, *args: str) -> str:

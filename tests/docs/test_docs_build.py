@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from docs_examples import REPO, Block, extract_blocks, section
+
+from tests.docs.docs_examples import REPO, Block, extract_blocks, section
 
 
 def test_mkdocs_build_strict(tmp_path: Path) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docs_examples import (
+
+from tests.docs.docs_examples import (
     DOCS,
     README,
-    REPO,
     Block,
     base_env,
     extract_blocks,
@@ -24,6 +24,7 @@ from docs_examples import (
     run_block,
     section,
 )
+from tests.scoreboard.server_helpers import ScoreboardServer
 
 PAGES = sorted(DOCS.glob("*.md"))
 KNOWN_MARKERS = {"needs", "file", "check"}
@@ -32,11 +33,6 @@ KNOWN_MARKERS = {"needs", "file", "check"}
 @pytest.fixture(scope="module")
 def docs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real ``palaestra server`` (the scoreboard tests' helper) for ``<!-- needs: server -->`` examples."""
-    sys.path.insert(0, str(REPO / "tests" / "scoreboard"))
-    try:
-        from server_helpers import ScoreboardServer
-    finally:
-        sys.path.pop(0)
     server = ScoreboardServer(tmp_path_factory.mktemp("docs-scoreboard")).start()
     yield server
     server.stop()

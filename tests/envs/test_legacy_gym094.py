@@ -13,10 +13,10 @@ from typing import Any
 import gymnasium
 import numpy as np
 import pytest
-from gym094_episodes import Plan, gym094_code, play_in_palaestra, write_plans
 
-from legacy_gym import run_legacy_gym
 from palaestra.envs import legacy
+from tests.envs.gym094_episodes import Plan, gym094_code, play_in_palaestra, write_plans
+from tests.legacy_gym import run_legacy_gym
 
 pytestmark = pytest.mark.legacy_gym
 

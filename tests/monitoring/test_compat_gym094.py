@@ -7,10 +7,10 @@ import textwrap
 
 import gymnasium as gym
 import pytest
-from monitoring_helpers import play
 
 import palaestra
-from legacy_gym import run_legacy_gym
+from tests.legacy_gym import run_legacy_gym
+from tests.monitoring.monitoring_helpers import play
 
 pytestmark = pytest.mark.legacy_gym
 

@@ -12,11 +12,11 @@ import textwrap
 
 import gymnasium as gym
 import pytest
-from monitoring_helpers import CountingEnv, play, register_counting_env
 
 import palaestra
 from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import files, open_monitors, vector_env_fns
+from tests.monitoring.monitoring_helpers import CountingEnv, play, register_counting_env
 
 
 def cartpole() -> gym.Env:

@@ -6,11 +6,11 @@ import json
 
 import gymnasium as gym
 import pytest
-from monitoring_helpers import play
 
 import palaestra
 from palaestra.errors import ResultsError
 from palaestra.monitoring import merge_stats_files
+from tests.monitoring.monitoring_helpers import play
 
 
 def write_run(directory, infix, stats, env_info=None):

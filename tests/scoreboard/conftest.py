@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_helpers import ScoreboardServer, free_port
+
+from tests.scoreboard.server_helpers import ScoreboardServer, free_port
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 

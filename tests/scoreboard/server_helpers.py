@@ -302,3 +302,13 @@ def wait_until(predicate: Any, timeout: float = 30, interval: float = 0.05) -> N
             return
         time.sleep(interval)
     raise AssertionError("condition not met in time")
+
+
+def error_of(r: httpx.Response, status: int) -> dict[str, Any]:
+    """Assert ``r`` is a 2017-style error: status, JSON ``detail`` + ``type``, ``request-id`` header."""
+    assert r.status_code == status, r.text
+    body: dict[str, Any] = r.json()
+    assert isinstance(body["detail"], str) and body["detail"]
+    assert isinstance(body["type"], str)
+    assert r.headers["request-id"].startswith("req_")
+    return body

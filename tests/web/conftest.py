@@ -16,22 +16,21 @@ and save screenshots under test-artifacts/web/.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import web_recordings as recordings
-from web_helpers import CHROMIUM, CHROMIUM_ARGS, HOSTILE_NAME, PageRecord, Uploads, scoreboard_server_class
+from tests.scoreboard.server_helpers import ScoreboardServer
+from tests.web import web_recordings as recordings
+from tests.web.web_helpers import CHROMIUM, CHROMIUM_ARGS, HOSTILE_NAME, PageRecord, Uploads
 
 
 @pytest.fixture(scope="session")
 def web_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A ``palaestra server`` of this test directory's own (its contents are the tests' to know)."""
-    server = scoreboard_server_class()(tmp_path_factory.mktemp("web-scoreboard")).start()
+    server = ScoreboardServer(tmp_path_factory.mktemp("web-scoreboard")).start()
     yield server
     server.stop()
 

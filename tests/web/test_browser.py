@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from web_helpers import HOSTILE_NAME, PageRecord, Uploads, poll, require_vendor_assets, screenshot
+
+from tests.web.web_helpers import HOSTILE_NAME, PageRecord, Uploads, poll, require_vendor_assets, screenshot
 
 pytestmark = pytest.mark.browser
 

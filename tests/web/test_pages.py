@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 import pytest
-from web_helpers import HOSTILE_NAME, Uploads
 
 from palaestra.scoreboard.server import db as m
 from palaestra.scoreboard.server.app import create_app
@@ -26,6 +25,7 @@ from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 from palaestra.scoreboard.server.state import build_state
 from palaestra.scoreboard.server.web import assets
 from palaestra.solved_stats import score_from_merged
+from tests.web.web_helpers import HOSTILE_NAME, Uploads
 
 EVAL_LINK_RE = re.compile(r'<td(?: class="opt")?><a href="/evaluations/(eval_\w+)">')
 N_EVALUATIONS = 30

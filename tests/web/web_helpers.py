@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,17 +16,6 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
 HOSTILE_NAME = "<script>alert(1)</script><img src=x onerror=alert(2)>"
-
-
-def scoreboard_server_class() -> Any:
-    """``ScoreboardServer`` of the scoreboard tests (tests/scoreboard/server_helpers.py), loaded by path."""
-    spec = importlib.util.spec_from_file_location(
-        "palaestra_scoreboard_server_helpers", HERE.parent / "scoreboard" / "server_helpers.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.ScoreboardServer
 
 
 @dataclass

@@ -1,37 +1,22 @@
-"""Helpers for the upload-client tests: recorded training directories, an isolated configuration, and
-a small scripted HTTP server (for retries and the raw wire) running in a thread on 127.0.0.1."""
+"""Helpers for the upload-client tests: recorded training directories and a small scripted HTTP server
+(for retries and the raw wire) running in a thread on 127.0.0.1. The fixtures are in conftest.py."""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import pytest
 
 import palaestra
 from palaestra.monitoring import files
 
 CONFIG_ENV_VARS = ("PALAESTRA_SERVER", "PALAESTRA_API_KEY", "OPENAI_GYM_API_BASE", "OPENAI_GYM_API_KEY")
-
-
-@pytest.fixture
-def isolated_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No scoreboard variables in the environment and a private config dir; returns the config file path."""
-    for name in CONFIG_ENV_VARS:
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    from palaestra.scoreboard.client import config_path
-
-    path = config_path()
-    assert str(path).startswith(str(tmp_path)), path
-    return path
 
 
 def play_episodes(env: gym.Env[Any, Any], episodes: int, seed: int = 0) -> None:
@@ -181,12 +166,6 @@ class ScriptedServer:
         self.httpd.server_close()
 
 
-@pytest.fixture
-def scripted_server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as server:
-        yield server
-
-
 def file_object(
     server_url: str, purpose: str = "episode_batch", file_id: str = "file_1", **extra: Any
 ) -> dict[str, Any]:
@@ -217,17 +196,3 @@ def environ_without_config(tmp_path: Path, **extra: str) -> dict[str, str]:
     env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg-config")
     env.update(extra)
     return env
-
-
-@pytest.fixture
-def cli_logging() -> Iterator[None]:
-    """``palaestra.cli.main`` adds a stderr handler to the ``palaestra`` logger on every call; take it off
-    again, so that a later test does not log into a closed capture stream."""
-    import logging
-
-    logger = logging.getLogger("palaestra")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    yield
-    logger.handlers[:] = saved[0]
-    logger.setLevel(saved[1])
-    logger.propagate = saved[2]

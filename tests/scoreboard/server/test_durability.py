@@ -13,7 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
-from server_helpers import (
+
+from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,
     make_batch,

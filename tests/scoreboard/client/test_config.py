@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from client_fixtures)
 """Where the upload client finds its server and API key: argument, PALAESTRA_*, the 2017 OPENAI_GYM_*
 names, then the file ``palaestra login`` writes (mode 0600); and the errors that say how to set them."""
 
@@ -10,7 +9,6 @@ import logging
 import stat
 
 import pytest
-from client_fixtures import cli_logging, isolated_config, record_cartpole  # noqa: F401
 
 import palaestra
 from palaestra.cli import main
@@ -21,6 +19,7 @@ from palaestra.scoreboard.client import (
     resolve_server,
     write_config,
 )
+from tests.scoreboard.client.client_helpers import record_cartpole
 
 pytestmark = pytest.mark.usefixtures("cli_logging")
 

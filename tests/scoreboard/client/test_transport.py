@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from client_fixtures)
 """The upload client's HTTP layer against a scripted local server: retries with backoff and jitter,
 Retry-After, the 2017 error mapping, idempotency keys, the post_url form upload and its progress bar."""
 
@@ -13,7 +12,6 @@ from email.utils import format_datetime
 from pathlib import Path
 
 import pytest
-from client_fixtures import Reply, ScriptedServer, file_object, free_port, scripted_server  # noqa: F401
 
 from palaestra.errors import (
     APIConnectionError,
@@ -30,6 +28,7 @@ from palaestra.scoreboard.client import (
     idempotency_key,
     parse_retry_after,
 )
+from tests.scoreboard.client.client_helpers import Reply, ScriptedServer, file_object, free_port
 
 
 def make_client(server: ScriptedServer | str, sleeps: list[float], **kwargs) -> ScoreboardClient:

@@ -11,19 +11,18 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from client_fixtures import (  # noqa: F401
-    add_fake_videos,
-    isolated_config,
-    manifest_of,
-    record_cartpole,
-    record_frozenlake_videos,
-)
 
 import palaestra
 from palaestra.errors import MonitorError, ResultsError
 from palaestra.monitoring import files
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client import prepare_training_directory, subsample_videos, write_archive
+from tests.scoreboard.client.client_helpers import (
+    add_fake_videos,
+    manifest_of,
+    record_cartpole,
+    record_frozenlake_videos,
+)
 
 # Every check here runs before the first request, so nothing listens on this address.
 NOWHERE = {"server": "http://127.0.0.1:9", "api_key": "key_unused"}

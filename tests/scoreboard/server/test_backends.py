@@ -12,7 +12,8 @@ from urllib.parse import urlparse
 import boto3
 import httpx
 import pytest
-from server_helpers import (
+
+from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,
     make_batch,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from server_helpers import ScoreboardServer
+
+from tests.scoreboard.server_helpers import ScoreboardServer
 
 pytestmark = pytest.mark.legacy_gym
 

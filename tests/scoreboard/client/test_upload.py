@@ -1,4 +1,3 @@
-# ruff: noqa: F811  (pytest fixtures imported from client_fixtures)
 """The upload client end to end against a real ``palaestra server`` process: upload and fetch back,
 idempotent re-uploads, a server killed mid-way, benchmark runs, the command line, SB3 imports, and
 bad directories."""
@@ -18,15 +17,6 @@ import gymnasium as gym
 import httpx
 import numpy as np
 import pytest
-from client_fixtures import (  # noqa: F401
-    cli_logging,
-    environ_without_config,
-    isolated_config,
-    manifest_of,
-    play_episodes,
-    record_cartpole,
-    record_frozenlake_videos,
-)
 
 import palaestra
 from palaestra.benchmarks import TotalReward, benchmark_score_from_local, register_benchmark
@@ -39,6 +29,13 @@ from palaestra.errors import (
 )
 from palaestra.monitoring.sb3_import import import_sb3
 from palaestra.scoreboard.client import RetryPolicy, ScoreboardClient, prepare_training_directory
+from tests.scoreboard.client.client_helpers import (
+    environ_without_config,
+    manifest_of,
+    play_episodes,
+    record_cartpole,
+    record_frozenlake_videos,
+)
 
 FAST = RetryPolicy(max_retries=2, base_delay=0.01, max_delay=0.05)
 

@@ -1,0 +1,56 @@
+"""/v1/benchmark_runs and /v1/algorithms: tags as the 2017 client sends them, commit, algorithms by name."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from tests.scoreboard.server_helpers import (
+    ScoreboardServer,
+    create_file,
+    error_of,
+    make_batch,
+    post_upload,
+    upload_evaluation,
+)
+
+
+def test_benchmark_runs_tags_commit_and_algorithms(scoreboard_server: ScoreboardServer) -> None:
+    with scoreboard_server.client() as c:
+        r = c.post(
+            "/v1/benchmark_runs",
+            json={
+                "benchmark_id": "Anything-v0",
+                "algorithm_id": "bench-alg",
+                "tags": json.dumps({"lr": 0.1}),
+            },
+        )
+        assert r.status_code == 201, r.text
+        run = r.json()
+        assert (
+            run["object"] == "benchmark_run" and run["id"].startswith("brun_") and run["tags"] == {"lr": 0.1}
+        )
+        assert run["web_url"] == f"{scoreboard_server.url}/benchmark_runs/{run['id']}"
+        ev = upload_evaluation(c, "CartPole-v1", make_batch(3), benchmark_run_id=run["id"])
+        assert ev["benchmark_run_id"] == run["id"]
+        assert c.post(f"/v1/benchmark_runs/{run['id']}", json={"tags": {"lr": 0.2}}).json()["tags"] == {
+            "lr": 0.2
+        }
+        committed = c.post(f"/v1/benchmark_runs/{run['id']}/commit").json()
+        assert committed["status"] == "committed" and committed["evaluations"] == [ev["id"]]
+        assert c.post(f"/v1/benchmark_runs/{run['id']}/commit").json()["status"] == "committed"
+        late = create_file(c, "episode_batch")
+        assert post_upload(late, json.dumps(make_batch(2)).encode()).status_code == 204
+        r = c.post(
+            "/v1/evaluations",
+            json={"env": "CartPole-v1", "training_episode_batch": late["id"], "benchmark_run_id": run["id"]},
+        )
+        assert error_of(r, 409)["type"] == "benchmark_run_id"
+        listed = c.get("/v1/benchmark_runs", params={"benchmark_id": "Anything-v0"}).json()
+        assert run["id"] in [x["id"] for x in listed["data"]]
+        name = f"alg-{uuid.uuid4().hex[:6]}"
+        alg = c.post("/v1/algorithms", json={"name": name, "description": "d"})
+        assert alg.status_code == 201 and alg.json()["object"] == "algorithm"
+        assert c.get(f"/v1/algorithms/{alg.json()['id']}").json()["name"] == name
+        assert error_of(c.post("/v1/algorithms", json={"name": name}), 409)["type"] == "name"
+

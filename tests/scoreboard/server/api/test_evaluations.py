@@ -1,0 +1,115 @@
+"""/v1/evaluations: scored once, when created, with the solved-stats module; lists; the stored batch."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+from palaestra import catalogue, solved_stats
+from tests.scoreboard.server_helpers import (
+    ScoreboardServer,
+    make_batch,
+    upload_evaluation,
+    video_archive,
+)
+
+
+def test_evaluation_is_scored_on_ingest_with_the_scoring_module(scoreboard_server: ScoreboardServer) -> None:
+    batch = make_batch(150, reward=500.0)
+    with scoreboard_server.client() as c:
+        ev = upload_evaluation(
+            c,
+            "CartPole-v1",
+            batch,
+            videos=video_archive(2),
+            algorithm={"id": "alg-a"},
+            writeup="https://gist.github.com/u/1",
+            gym_version="0.9.4",
+        )
+        assert ev["object"] == "evaluation" and ev["id"].startswith("eval_")
+        assert ev["web_url"] == f"{scoreboard_server.url}/evaluations/{ev['id']}"
+        entry = catalogue.lookup("CartPole-v1")
+        assert entry is not None
+        merged = {**batch, "initial_reset_timestamp": min(batch["initial_reset_timestamps"])}
+        expected = solved_stats.solved_stats(merged, trials=entry.trials, reward_threshold=entry.reward_threshold)
+        score = ev["score"]
+        for k, v in expected.items():
+            assert score[k] == pytest.approx(v), k
+        assert score["solved"] is True and score["reward_threshold"] == entry.reward_threshold
+        assert ev["env_listed"] is True and ev["env_group"] == entry.group
+        assert [v["episode_id"] for v in ev["videos"]] == [0, 1]
+        assert ev["algorithm"]["name"] == "alg-a" and ev["algorithm"]["id"].startswith("alg_")
+        # GET gives the same object; the algorithm name resolves to the same algorithm next time
+        got = c.get(f"/v1/evaluations/{ev['id']}").json()
+        assert got["score"] == ev["score"] and got["videos"] == ev["videos"]
+        ev2 = upload_evaluation(c, "CartPole-v1", make_batch(5), algorithm={"id": ev["algorithm"]["id"]})
+        ev3 = upload_evaluation(c, "CartPole-v1", make_batch(5), algorithm={"id": "alg-a"})
+        assert ev2["algorithm"]["id"] == ev3["algorithm"]["id"] == ev["algorithm"]["id"]
+        # the per-env aggregates
+        env = c.get("/v1/envs/CartPole-v1").json()
+        assert env["evaluation_count"] >= 3 and env["best_mean"] >= 500.0 and env["solved_count"] >= 1
+
+
+def test_an_upload_is_judged_by_the_rule_of_the_gym_that_recorded_it(scoreboard_server: ScoreboardServer) -> None:
+    # Acrobot-v1 had no threshold in 2017 (never "solved"); Gymnasium's is -100
+    batch = make_batch(120, reward=-80.0)
+    with scoreboard_server.client() as c:
+        old = upload_evaluation(c, "Acrobot-v1", batch, algorithm={}, gym_version="0.9.4")
+        new = upload_evaluation(c, "Acrobot-v1", batch, algorithm={}, gym_version="1.1.1")
+        assert (old["score"]["reward_threshold"], old["score"]["solved"]) == (None, False)
+        assert (new["score"]["reward_threshold"], new["score"]["solved"]) == (-100.0, True)
+        page = c.get(f"/evaluations/{old['id']}").text
+        assert "Acrobot-v1 is an unsolved environment" in page
+
+
+def test_lists_page_newest_first_and_take_the_2017_raw_json_query(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    env = f"Paging{uuid.uuid4().hex[:6]}-v0"
+    with scoreboard_server.client() as c:
+        ids = [upload_evaluation(c, env, make_batch(2))["id"] for _ in range(3)]
+        first = c.get("/v1/evaluations", params={"env": env, "limit": 2}).json()
+        assert first["object"] == "list" and first["has_more"] is True
+        assert [e["id"] for e in first["data"]] == ids[::-1][:2]
+        raw = json.dumps({"env": env, "limit": 2, "starting_after": first["data"][-1]["id"]})
+        second = c.get(f"/v1/evaluations?{raw}").json()  # what the 2017 client sends
+        assert [e["id"] for e in second["data"]] == [ids[0]] and second["has_more"] is False
+        files = c.get("/v1/files", params={"limit": 3}).json()
+        assert len(files["data"]) == 3 and all(f["object"] == "file" for f in files["data"])
+        assert all(f["post_url"] is None for f in files["data"])
+
+
+def test_stored_batch_is_the_enriched_2017_document(scoreboard_server: ScoreboardServer) -> None:
+    with scoreboard_server.client() as c:
+        ev = upload_evaluation(c, "Acrobot-v1", make_batch(4))
+    # the evaluation keeps the upload as it came; its download is the 2017 stored document
+    r = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episode_batch.json")
+    assert r.status_code == 200
+    doc = r.json()
+    assert (
+        doc["env_id"] == "Acrobot-v1"
+        and doc["initial_reset_timestamp"] == make_batch(4)["initial_reset_timestamps"][0]
+    )
+    assert doc["episode_rewards"] == make_batch(4)["episode_rewards"]
+
+
+def test_a_corrupt_stored_batch_is_a_404_and_the_page_still_renders(scoreboard_server: ScoreboardServer) -> None:
+    with scoreboard_server.client() as c:
+        ev = upload_evaluation(c, "Acrobot-v1", make_batch(6))
+    blob = Path(scoreboard_server.data_dir) / "blobs" / "files"
+    (stored,) = [f for f in blob.iterdir() if f.name.startswith(ev["training_episode_batch"])]
+    original = stored.read_bytes()
+    stored.write_bytes(b"{not json")
+    try:
+        download = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episode_batch.json")
+        assert download.status_code == 404
+        assert httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episodes.csv").status_code == 404
+        page = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}")  # falls back to the stored curves
+        assert page.status_code == 200 and ev["id"] in page.text
+    finally:
+        stored.write_bytes(original)
+
