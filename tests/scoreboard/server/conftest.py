@@ -1,12 +1,21 @@
-"""Fixtures of the service tests: a server with small limits (``limited_server``)."""
+"""Fixtures of the service tests: a server with small limits (``limited_server``), and one served from
+this process (``in_process_server``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.scoreboard.server_helpers import ScoreboardServer
+from palaestra.scoreboard.server import auth
+from palaestra.scoreboard.server.app import create_app
+from palaestra.scoreboard.server.config import resolve_config
+from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
+from palaestra.scoreboard.server.state import ServerState, build_state
+from tests.scoreboard.server_helpers import ScoreboardServer, free_port
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +34,28 @@ def limited_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scorebo
     ).start()
     yield server
     server.stop()
+
+
+@dataclass
+class InProcessServer:
+    """The scoreboard served from a thread of the test process: its code can be watched or changed."""
+
+    url: str
+    api_key: str
+    state: ServerState
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.api_key}"}, timeout=60)
+
+
+@pytest.fixture
+def in_process_server(tmp_path: Path) -> Iterator[InProcessServer]:
+    """A SQLite + file-store scoreboard of this test's own, in this process (``EmbeddedScoreboard``)."""
+    config = resolve_config(data_dir=tmp_path / "scoreboard", port=free_port(), environ={})
+    state = build_state(config)
+    server = EmbeddedScoreboard(config, app=create_app(state=state)).start()
+    try:
+        yield InProcessServer(server.url, auth.create_user(state.db, "tester")[1], state)
+    finally:
+        server.stop()
+        state.close()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import uuid
 
+import httpx
+
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,
@@ -54,3 +56,20 @@ def test_benchmark_runs_tags_commit_and_algorithms(scoreboard_server: Scoreboard
         assert c.get(f"/v1/algorithms/{alg.json()['id']}").json()["name"] == name
         assert error_of(c.post("/v1/algorithms", json={"name": name}), 409)["type"] == "name"
 
+
+
+def test_an_evaluation_of_a_run_shows_the_runs_algorithm_in_the_api_and_on_its_page(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    """The 2017 client names the algorithm on the run only; /v1 and the page say the same."""
+    name = f"run-alg-{uuid.uuid4().hex[:6]}"
+    with scoreboard_server.client() as c:
+        run = c.post("/v1/benchmark_runs", json={"benchmark_id": "Anything-v0", "algorithm_id": name}).json()
+        algorithm = run["algorithm"]
+        ev = upload_evaluation(c, "CartPole-v1", make_batch(3), benchmark_run_id=run["id"], algorithm={})
+        assert ev["algorithm"] == algorithm and algorithm["name"] == name
+        assert c.get(f"/v1/evaluations/{ev['id']}").json()["algorithm"] == algorithm
+        listed = c.get("/v1/evaluations", params={"algorithm": algorithm["id"]}).json()["data"]
+        assert [e["id"] for e in listed] == [ev["id"]]
+    page = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}").text
+    assert f'<a href="/algorithms/{algorithm["id"]}">{name}</a>' in page

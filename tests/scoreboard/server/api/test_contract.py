@@ -1,12 +1,122 @@
-"""The route table and the wire: OpenAPI, and every answer of every /v1 route against its protocol model."""
+"""The route table and the wire: every /v1 route answers with exactly its protocol model (no field the
+protocol does not know, none missing, values that read back the same), errors included."""
 
 from __future__ import annotations
 
-import httpx
+import json
+import uuid
+from typing import Any
 
+import httpx
+from pydantic import BaseModel
+
+from palaestra.scoreboard import protocol
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
+    create_file,
+    make_batch,
+    post_upload,
+    video_archive,
 )
+
+
+def unknown_fields(model: BaseModel) -> list[str]:
+    """Fields of ``model`` (and the models inside it) that its class does not declare."""
+    found = [f"{type(model).__name__}.{name}" for name in model.model_extra or {}]
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, BaseModel):
+                found += unknown_fields(item)
+    return found
+
+
+def assert_wire(model: type[BaseModel], doc: Any) -> None:
+    parsed = model.model_validate(doc)
+    assert not unknown_fields(parsed), unknown_fields(parsed)
+    assert parsed.model_dump(mode="json") == doc, f"{model.__name__} does not read back the same"
+
+
+class Contract:
+    """Calls the API and checks each answer against its model, keeping which routes it called."""
+
+    def __init__(self, client: httpx.Client) -> None:
+        self.client = client
+        self.called: set[tuple[str, str]] = set()
+
+    def call(
+        self, method: str, route: str, model: type[BaseModel] | None, status: int = 200, **request: Any
+    ) -> dict[str, Any]:
+        params = request.pop("path", {})
+        response = self.client.request(method, route.format(**params), **request)
+        self.called.add((method, route))
+        assert response.status_code == status, response.text
+        if model is None:
+            assert response.content == b""
+            return {}
+        doc: dict[str, Any] = response.json()
+        assert_wire(model, doc)
+        return doc
+
+
+def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: ScoreboardServer) -> None:
+    routes = httpx.get(f"{scoreboard_server.url}/openapi.json").json()["paths"]
+    operations = {(m.upper(), p) for p, ops in routes.items() if p.startswith("/v1") for m in ops}
+    with scoreboard_server.client() as c:
+        api = Contract(c)
+        api.call("GET", "/v1/health", protocol.HealthObject)
+
+        batch = api.call("POST", "/v1/files", protocol.FileObject, 201, json={"purpose": "episode_batch"})
+        api.call("GET", "/v1/files/{file_id}", protocol.FileObject, path={"file_id": batch["id"]})
+        api.call("GET", "/v1/files", protocol.ListPage[protocol.FileObject], params={"limit": 2})
+        form = {"data": batch["post_fields"], "files": {"file": ("f", json.dumps(make_batch(5)).encode())}}
+        api.call("POST", "/v1/uploads/{file_id}", None, 204, path={"file_id": batch["id"]}, **form)
+        video = create_file(c, "video")
+        assert post_upload(video, video_archive(2)).status_code == 204
+
+        name = f"contract-{uuid.uuid4().hex[:6]}"
+        alg = api.call("POST", "/v1/algorithms", protocol.AlgorithmObject, 201, json={"name": name})
+        api.call("GET", "/v1/algorithms/{algorithm_id}", protocol.AlgorithmObject, path={"algorithm_id": alg["id"]})
+        api.call("GET", "/v1/algorithms", protocol.ListPage[protocol.AlgorithmObject], params={"limit": 2})
+
+        run = api.call(
+            "POST", "/v1/benchmark_runs", protocol.BenchmarkRunObject, 201,
+            json={"benchmark_id": "ClassicControl2-v1", "algorithm_id": name, "tags": '{"lr": 1}'},
+        )  # fmt: skip
+        ev = api.call(
+            "POST", "/v1/evaluations", protocol.EvaluationObject, 201,
+            json={"env": "CartPole-v0", "training_episode_batch": batch["id"], "training_video": video["id"],
+                  "benchmark_run_id": run["id"], "writeup": "https://example.org", "gym_version": "0.9.4"},
+        )  # fmt: skip
+        assert ev["videos"] and ev["algorithm"]["id"] == alg["id"] and ev["score"]["number_episodes"] == 5
+        api.call("GET", "/v1/evaluations/{evaluation_id}", protocol.EvaluationObject, path={"evaluation_id": ev["id"]})
+        api.call("GET", "/v1/evaluations", protocol.ListPage[protocol.EvaluationObject], params={"limit": 3})
+        run_path = {"run_id": run["id"]}
+        api.call("GET", "/v1/benchmark_runs/{run_id}", protocol.BenchmarkRunObject, path=run_path)
+        api.call("POST", "/v1/benchmark_runs/{run_id}", protocol.BenchmarkRunObject, path=run_path, json={"tags": {}})
+        done = api.call("POST", "/v1/benchmark_runs/{run_id}/commit", protocol.BenchmarkRunObject, path=run_path)
+        assert done["status"] == "committed" and done["evaluations"] == [ev["id"]]
+        api.call("GET", "/v1/benchmark_runs", protocol.ListPage[protocol.BenchmarkRunObject], params={"limit": 2})
+
+        api.call("GET", "/v1/envs", protocol.ListPage[protocol.EnvObject])
+        api.call("GET", "/v1/envs/{env_id}", protocol.EnvObject, path={"env_id": "CartPole-v0"})
+        api.call("GET", "/v1/groups", protocol.ListPage[protocol.GroupObject])
+
+        # errors, from the handlers (404, 409), validation (400) and authentication (401)
+        api.call("GET", "/v1/evaluations/{evaluation_id}", protocol.ErrorBody, 404, path={"evaluation_id": "eval_no"})
+        api.call("POST", "/v1/algorithms", protocol.ErrorBody, 409, json={"name": name})
+        api.call("POST", "/v1/files", protocol.ErrorBody, 400, json={"purpose": "pictures"})
+    with httpx.Client(base_url=scoreboard_server.url) as no_key:
+        Contract(no_key).call("POST", "/v1/files", protocol.ErrorBody, 401, json={"purpose": "video"})
+
+    assert operations - api.called == set(), "routes without a contract check"
+
+
+def test_timestamps_keep_their_offset_on_the_wire(scoreboard_server: ScoreboardServer) -> None:
+    """``...+00:00``, as the server always wrote them (``Z`` is refused by fromisoformat before 3.11)."""
+    with scoreboard_server.client() as c:
+        f = create_file(c, "episode_batch")
+    assert f["created"].endswith("+00:00") and f["expires_at"].endswith("+00:00")
 
 
 def test_openapi_is_served(scoreboard_server: ScoreboardServer) -> None:
@@ -20,4 +130,5 @@ def test_openapi_is_served(scoreboard_server: ScoreboardServer) -> None:
         "/v1/uploads/{file_id}",
     ):
         assert path in doc["paths"], path
-
+    answers = doc["paths"]["/v1/envs"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    assert answers["$ref"].endswith("ListPage_EnvObject_")

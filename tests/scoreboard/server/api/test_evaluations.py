@@ -5,14 +5,19 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from palaestra import catalogue, solved_stats
+from palaestra.scoreboard import protocol
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
+    error_of,
     make_batch,
+    upload,
     upload_evaluation,
     video_archive,
 )
@@ -113,3 +118,38 @@ def test_a_corrupt_stored_batch_is_a_404_and_the_page_still_renders(scoreboard_s
     finally:
         stored.write_bytes(original)
 
+
+
+def test_an_uploaded_batch_is_validated_once_when_it_arrives(in_process_server, monkeypatch) -> None:
+    validations = []
+    real = protocol.parse_episode_batch
+
+    def counting(*args: Any, **kwargs: Any) -> protocol.EpisodeBatch:
+        validations.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(protocol, "parse_episode_batch", counting)
+    with in_process_server.client() as c:
+        file_id = upload(c, "episode_batch", json.dumps(make_batch(120, reward=300.0)).encode())
+        assert len(validations) == 1
+        r = c.post("/v1/evaluations", json={"env": "Acrobot-v1", "training_episode_batch": file_id})
+    assert r.status_code == 201, r.text
+    assert r.json()["score"]["number_episodes"] == 120 and r.json()["score"]["mean"] is not None
+    assert len(validations) == 1, "creating the evaluation read the stored batch without validating it again"
+
+
+def test_a_batch_damaged_in_the_store_before_its_evaluation_is_a_400_and_nothing_is_made(
+    in_process_server,
+) -> None:
+    state = in_process_server.state
+    with in_process_server.client() as c:
+        file_id = upload(c, "episode_batch", json.dumps(make_batch(3)).encode())
+        with state.db.connect() as conn:
+            key = conn.execute(sa.text("SELECT storage_key FROM files WHERE id = :id"), {"id": file_id}).scalar()
+        state.store.put_bytes(key, b'{"episode_lengths": [1, 2')  # a storage fault: cut short
+        r = c.post("/v1/evaluations", json={"env": "Acrobot-v1", "training_episode_batch": file_id})
+        body = error_of(r, 400)
+        assert body["type"] == "training_episode_batch" and "damaged" in body["detail"]
+        assert "upload it again" in body["detail"]
+        assert c.get("/v1/evaluations").json()["data"] == []
+        assert c.get(f"/v1/files/{file_id}").json()["status"] == "uploaded"  # and still not used up
