@@ -50,7 +50,7 @@ def _upload(args: argparse.Namespace) -> int:
 
     tags = _parse_tags(args.tags)
     with ScoreboardClient.from_config(args.server) as client:
-        object_id = client.upload(
+        result = client.upload(
             args.directory,
             algorithm_id=args.algorithm,
             writeup=args.writeup,
@@ -58,7 +58,6 @@ def _upload(args: argparse.Namespace) -> int:
             benchmark_id=args.benchmark,
             skip_videos=args.skip_videos,
         )
-        if client.last_web_url:
-            print(client.last_web_url)
-    print(object_id)
+    print(result.web_url)
+    print(result.id)
     return 0

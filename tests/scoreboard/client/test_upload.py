@@ -188,7 +188,9 @@ def test_a_server_killed_mid_way_loses_nothing_and_duplicates_nothing(fresh_scor
     restarting.start()
     patient = RetryPolicy(max_retries=80, base_delay=0.2, max_delay=1.0)
     with client_for(server, retry=patient) as client:
-        evaluation_id = client.upload(directory, algorithm_id="e2e-crash")
+        result = client.upload(directory, algorithm_id="e2e-crash")
+        evaluation_id = result.id
+        assert result.web_url == f"{server.url}/evaluations/{evaluation_id}" and result.object == "evaluation"
         evaluation = client.retrieve_evaluation(evaluation_id)
         batch = client.retrieve_file(evaluation.training_episode_batch or "")
     restarting.join(60)
@@ -292,10 +294,11 @@ def test_a_run_of_twelve_trials_is_uploaded_in_the_order_it_is_scored_locally(sc
     local_order = [len(palaestra.load_results(d)["episode_lengths"]) for d in local["directories"]]
     assert local_order == list(range(1, 13))
 
-    kwargs = {"server": scoreboard_server.url, "api_key": scoreboard_server.api_key}
-    run_id = palaestra.upload(str(root), benchmark_id="ClassicControl2-v1", **kwargs)
     with client_for(scoreboard_server) as client:
-        run = client.retrieve_benchmark_run(run_id)  # evaluations in the order they were created
+        result = client.upload(root, benchmark_id="ClassicControl2-v1")
+        assert result.object == "benchmark_run"
+        assert result.web_url == f"{scoreboard_server.url}/benchmark_runs/{result.id}"
+        run = client.retrieve_benchmark_run(result.id)  # evaluations in the order they were created
         uploaded_order = [client.retrieve_evaluation(e).score.number_episodes for e in run.evaluations]
     assert uploaded_order == local_order
 
