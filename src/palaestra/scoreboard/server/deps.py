@@ -1,18 +1,17 @@
 """FastAPI dependencies shared by the API routes and the web pages.
 
 ``state_of(request)`` is the :class:`~palaestra.scoreboard.server.state.ServerState` of the app and
-``get_state`` the same as a dependency; ``get_session()`` yields a read-only SQLAlchemy session
-(closed after the request); ``run_blocking`` runs blocking work inline or in a worker thread.
+``get_state`` the same as a dependency (the API's ``State`` alias, :mod:`.api.deps`);
+``run_blocking`` runs blocking work inline or in a worker thread.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, TypeVar
 
-from fastapi import Depends, Request
+from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
-from sqlalchemy.orm import Session
 
 from palaestra.scoreboard.server.state import ServerState
 
@@ -27,11 +26,6 @@ async def get_state(request: Request) -> ServerState:
     """:func:`state_of` as a dependency. ``async`` because FastAPI runs a plain ``def`` dependency in
     a worker thread: a thread hop per request for an attribute lookup (bench/server_load.py)."""
     return state_of(request)
-
-
-def get_session(state: ServerState = Depends(get_state)) -> Iterator[Session]:
-    with state.db.read() as session:
-        yield session
 
 
 _T = TypeVar("_T")

@@ -170,6 +170,31 @@ class EvaluationRecord:
     #: blob key of the uploaded episode batch (None without one)
     episode_batch_key: str | None
 
+    @classmethod
+    def of(
+        cls, evaluation: Any, algorithm: Any | None, benchmark_run_id: str | None, owner: str | None
+    ) -> EvaluationRecord:
+        """From an ``evaluations`` row (or the values just inserted as one), the algorithm it shows, the
+        id of its benchmark run and its owner's name."""
+        entry = catalogue.lookup(evaluation.env_id) if evaluation.env_id else None
+        return cls(
+            id=evaluation.id,
+            env_id=evaluation.env_id,
+            env_listed=bool(evaluation.env_listed),
+            env_group=entry.group if entry else None,
+            algorithm=AlgorithmRecord.of(algorithm, owner) if algorithm is not None else None,
+            benchmark_run_id=benchmark_run_id,
+            writeup=evaluation.writeup,
+            gym_version=evaluation.gym_version,
+            training_episode_batch=evaluation.training_episode_batch,
+            training_video=evaluation.training_video,
+            owner=owner,
+            score=score_of(evaluation),
+            videos=stored_videos(evaluation.videos),
+            created=evaluation.created,
+            episode_batch_key=evaluation.episode_batch_key,
+        )
+
     def to_object(self, base_url: str) -> protocol.EvaluationObject:
         return protocol.EvaluationObject(
             id=self.id,
@@ -188,10 +213,6 @@ class EvaluationRecord:
             created=self.created,
             web_url=f"{base_url}{protocol.evaluation_web_path(self.id)}",
         )
-
-    def video(self, name: str) -> StoredVideo | None:
-        """The video called ``name``, or None."""
-        return next((v for v in self.videos if v.name == name), None)
 
 
 #: The algorithm of an evaluation's benchmark run.
@@ -212,28 +233,4 @@ def evaluation_select() -> Any:
 def evaluation_record(row: Any) -> EvaluationRecord:
     """The record of one row of :func:`evaluation_select`."""
     evaluation, own_algorithm, run_algorithm, run_id, owner = row
-    return new_evaluation_record(evaluation, own_algorithm or run_algorithm, run_id, owner)
-
-
-def new_evaluation_record(
-    evaluation: Any, algorithm: Any | None, benchmark_run_id: str | None, owner: str | None
-) -> EvaluationRecord:
-    """The record of ``evaluation`` (a row, or the values just inserted as one) with its algorithm row."""
-    entry = catalogue.lookup(evaluation.env_id) if evaluation.env_id else None
-    return EvaluationRecord(
-        id=evaluation.id,
-        env_id=evaluation.env_id,
-        env_listed=bool(evaluation.env_listed),
-        env_group=entry.group if entry else None,
-        algorithm=AlgorithmRecord.of(algorithm, owner) if algorithm is not None else None,
-        benchmark_run_id=benchmark_run_id,
-        writeup=evaluation.writeup,
-        gym_version=evaluation.gym_version,
-        training_episode_batch=evaluation.training_episode_batch,
-        training_video=evaluation.training_video,
-        owner=owner,
-        score=score_of(evaluation),
-        videos=stored_videos(evaluation.videos),
-        created=evaluation.created,
-        episode_batch_key=evaluation.episode_batch_key,
-    )
+    return EvaluationRecord.of(evaluation, own_algorithm or run_algorithm, run_id, owner)

@@ -53,11 +53,11 @@ from palaestra.scoreboard.server.ingest import (
 )
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import (
+    EvaluationRecord,
     RunAlgorithm,
     StoredVideo,
     evaluation_record,
     evaluation_select,
-    new_evaluation_record,
 )
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import BlobNotFound, FileStore
@@ -281,6 +281,15 @@ def _stored_batch(state: ServerState, record: FileRecord) -> EpisodeBatch:
         raise e.about(BATCH) from None
 
 
+@dataclass
+class _Scores:
+    """The evaluation's solved statistics and curves, and its benchmark's score of it."""
+
+    scoring: EvaluationScoring
+    graph_stats: RawJSON | None
+    benchmark_score: dict[str, Any] | None
+
+
 def _score(env_id: str, gym_version: str | None, refs: _References, content: _Content) -> _Scores:
     """Judged by the registry of the gym that recorded the run (:func:`palaestra.catalogue.solving_criteria`)."""
     scoring = score_batch(content.batch, env_id, gym_version)
@@ -292,13 +301,6 @@ def _score(env_id: str, gym_version: str | None, refs: _References, content: _Co
     # serialised here, not while holding the write lock
     graph = None if scoring.graph_stats is None else RawJSON(json.dumps(scoring.graph_stats))
     return _Scores(scoring, graph, benchmark_score)
-
-
-@dataclass
-class _Scores:
-    scoring: EvaluationScoring
-    graph_stats: RawJSON | None
-    benchmark_score: dict[str, Any] | None
 
 
 @dataclass
@@ -346,7 +348,7 @@ def _insert(
     upsert_env_stats(
         session, env_id, scoring.group, scoring.listed, scoring.score.mean, scoring.score.solved, new.id, now
     )
-    record = new_evaluation_record(
+    record = EvaluationRecord.of(
         snapshot(Evaluation, values),
         algorithm or refs.run_algorithm,
         refs.run.id if refs.run else None,
