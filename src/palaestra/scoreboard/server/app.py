@@ -66,7 +66,7 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
         lifespan=lifespan,
     )
     problems.install(app)
-    app.include_router(api.router)
+    api.include(app)
     app.include_router(web.router)
     web.mount_static(app)
     return app

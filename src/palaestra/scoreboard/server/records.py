@@ -15,7 +15,7 @@ pages render the record itself.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -69,7 +69,15 @@ class StoredVideo:
 
     def stored(self) -> dict[str, Any]:
         """The JSON document kept in the database."""
-        return asdict(self)
+        return {
+            "name": self.name,
+            "metadata_name": self.metadata_name,
+            "episode_id": self.episode_id,
+            "content_type": self.content_type,
+            "size": self.size,
+            "key": self.key,
+            "metadata_key": self.metadata_key,
+        }
 
     def summary(self) -> protocol.VideoSummary:
         """What the API shows (no blob keys)."""
