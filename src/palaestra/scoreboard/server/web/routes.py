@@ -189,7 +189,9 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
     ev = _record(request, evaluation_id)
     if ev is None:
         return not_found(request, f"No evaluation {evaluation_id!r}.")
-    entry = catalogue.lookup(ev.env_id) if ev.env_id else None
+    rule = None  # the rule the evaluation was judged by (its era's), not necessarily today's
+    if ev.env_id and catalogue.lookup(ev.env_id) is not None:
+        rule = catalogue.solving_rule(ev.env_id, ev.score.trials, ev.score.reward_threshold)
     env_info = {"env_id": ev.env_id, "gym_version": ev.gym_version}
     videos = _video_views(request, ev)
     base = f"/evaluations/{ev.id}"
@@ -210,8 +212,7 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         request,
         "evaluation.html",
         ev=ev,
-        # the rule the evaluation was judged by (its era's), not necessarily today's
-        rule=catalogue.solving_rule(ev.env_id, ev.score.trials, ev.score.reward_threshold) if entry else None,
+        rule=rule,
         writeup_url=ev.writeup or (ev.algorithm.writeup if ev.algorithm else None),
         env_info={k: v for k, v in env_info.items() if v is not None},
         videos=videos,
