@@ -173,28 +173,11 @@ def _accept_upload(state: ServerState, record: FileRecord, part: UploadFile) -> 
     stored_keys: list[str] = []
     try:
         part.file.seek(0)
-        if record.purpose == "episode_batch":
-            data = part.file.read(record.max_bytes + 1)
-            if len(data) > record.max_bytes:
-                raise _too_large(record)
-            size, (ingest, _) = len(data), _batch_ingest(data, record.max_bytes)
-            batch_key = f"files/{attempt}"
-            state.store.put_bytes(batch_key, data)
-            stored_keys.append(batch_key)
-            stored_key: str | None = batch_key
-        else:
-            part.file.seek(0, 2)
-            size = part.file.tell()
-            if size > record.max_bytes:
-                raise _too_large(record)
-            part.file.seek(0)
-            ingest = _videos_ingest(store_videos(state, part.file, f"videos/{attempt}", stored_keys))
-            # The unpacked videos and their metadata are what is kept (and served); the archive
-            # would be a second copy of them (new files are what this endpoint spends most on).
-            stored_key = None
+        store = _store_batch if record.purpose == "episode_batch" else _store_archive
+        storage_key, size, ingest = store(state, record, part, attempt, stored_keys)
         marked = {
             "file_id": record.id,
-            "storage_key": stored_key,
+            "storage_key": storage_key,
             "size": size,
             "uploaded": utcnow(),
             "ingest": ingest,
@@ -205,6 +188,38 @@ def _accept_upload(state: ServerState, record: FileRecord, part: UploadFile) -> 
         for key in stored_keys:
             state.store.delete(key)
         raise
+
+
+_Stored = tuple[str | None, int, dict[str, Any]]
+
+
+def _store_batch(
+    state: ServerState, record: FileRecord, part: UploadFile, attempt: str, stored_keys: list[str]
+) -> _Stored:
+    """An episode batch, validated, stored as it came: ``(its key, its size, its ingest document)``."""
+    data = part.file.read(record.max_bytes + 1)
+    if len(data) > record.max_bytes:
+        raise _too_large(record)
+    ingest, _ = _batch_ingest(data, record.max_bytes)
+    key = f"files/{attempt}"
+    state.store.put_bytes(key, data)
+    stored_keys.append(key)
+    return key, len(data), ingest
+
+
+def _store_archive(
+    state: ServerState, record: FileRecord, part: UploadFile, attempt: str, stored_keys: list[str]
+) -> _Stored:
+    """A video archive, validated and unpacked: its videos and their metadata are what is kept (and
+    served); the archive would be a second copy of them (new files are what this endpoint spends
+    most on), so it has no key of its own."""
+    part.file.seek(0, 2)
+    size = part.file.tell()
+    if size > record.max_bytes:
+        raise _too_large(record)
+    part.file.seek(0)
+    videos = store_videos(state, part.file, f"videos/{attempt}", stored_keys)
+    return None, size, _videos_ingest(videos)
 
 
 def _batch_ingest(data: bytes, max_bytes: int) -> tuple[dict[str, Any], EpisodeBatch]:
