@@ -16,11 +16,11 @@ import numpy as np
 import pytest
 from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
-from monitoring_helpers import register_counting_env
 
 import palaestra
 from palaestra.errors import MonitorError, ResetNeeded, ResultsError
 from palaestra.monitoring import VectorMonitor, files, open_monitors
+from tests.monitoring.monitoring_helpers import register_counting_env
 
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
 
