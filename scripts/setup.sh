@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# palaestra's set-up: system packages (when root), ./.venv with everything, the web assets.
+# palaestra's set-up: system packages (when root), ./.venv with everything. The editable install builds
+# the scoreboard's web assets from web/package.json with npm (setup.py), as packaging does.
 # Idempotent; `make demo` and `make test` run it when its inputs change.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,18 +34,6 @@ install_python() {
   "$VENV/bin/python" -m pip install -q -e '.[all,ray,dev]'
 }
 
-install_web_assets() {
-  [ -f web/package.json ] || return 0
-  if ! command -v npm >/dev/null; then
-    echo "palaestra set-up: npm not found; the scoreboard's charts and terminal player will be unavailable" >&2
-    return 0
-  fi
-  npm ci --prefix web --no-audit --no-fund --loglevel=error >/dev/null
-  [ -x scripts/build-web-assets.sh ] && bash scripts/build-web-assets.sh
-  return 0
-}
-
 install_system_packages
 install_python
-install_web_assets
 echo "palaestra set-up: done ($VENV)"

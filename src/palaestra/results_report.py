@@ -18,7 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from palaestra.errors import DependencyNotInstalled, ResultsError
+from palaestra.errors import ResultsError
+from palaestra.extras import require
 from palaestra.solved_stats import SolvedStats
 
 __all__ = ["ResultsSummary", "format_summary", "plot_learning_curve", "summarize"]
@@ -156,15 +157,12 @@ def plot_learning_curve(summary: ResultsSummary, path: str | os.PathLike[str]) -
 
     Returns the absolute path written. Needs matplotlib (``pip install 'palaestra[plot]'``).
     """
-    try:
-        import matplotlib
+    require("plot", "Plotting a learning curve")
+    import matplotlib
 
-        matplotlib.use("Agg", force=False)
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise DependencyNotInstalled(
-            "Plotting needs matplotlib: pip install 'palaestra[plot]' (or pip install matplotlib)"
-        ) from None
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
     from palaestra.solved_stats import trailing_mean
 
     rewards = _training_rewards(summary)

@@ -62,6 +62,6 @@ def require_vendor_assets() -> None:
     from palaestra.scoreboard.server.web import assets
 
     assert assets.vendor_available(), (
-        f"the browser-side packages are not installed in {assets.VENDOR_DIR}: the set-up runs "
-        "`npm ci --prefix web && scripts/build-web-assets.sh` (needs npm)"
+        f"the browser-side packages are not installed in {assets.VENDOR_DIR}: the editable install "
+        "builds them (`pip install -e .`, needs npm; see setup.py)"
     )

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from palaestra.errors import DependencyNotInstalled, Error
+from palaestra.errors import Error
+from palaestra.extras import require
 
 BLACK = 0
 WHITE = 1
@@ -36,12 +37,9 @@ HEX_COLUMNS = "abcdefghijklmnopqrstuvwxy"  # Hex notation keeps i
 
 def import_pyspiel() -> Any:
     """Import OpenSpiel's Python module, or say how to install it."""
-    try:
-        import pyspiel
-    except ImportError as exc:  # pragma: no cover - open_spiel is a core dependency
-        raise DependencyNotInstalled(
-            f"palaestra's Go and Hex need OpenSpiel's rules engine ({exc}): pip install 'open_spiel>=2.0.2'"
-        ) from exc
+    require("board", "palaestra's Go and Hex (OpenSpiel's rules engine)")
+    import pyspiel
+
     return pyspiel
 
 

@@ -2,7 +2,7 @@
 
 The app factory includes :data:`router` and calls :func:`mount_static`. Pages are server-rendered
 (Jinja2, autoescaped); the charts (uPlot) and terminal player (asciinema-player) are npm packages
-from ``web/package.json``, copied into ``static/vendor/`` by ``scripts/build-web-assets.sh``.
+from ``web/package.json``, built into ``static/vendor/`` when palaestra is packaged (setup.py).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Static files of the web pages: our own CSS/JS, and the vendor packages copied from npm.
 
 Our own files live next to this module in ``static/`` and are served under ``/assets/``. The npm
-packages (uPlot, asciinema-player; ``web/package.json``) are copied by
-``scripts/build-web-assets.sh`` into the server's static folder ``static/vendor/`` (git-ignored) and
-served under ``/assets/vendor/``. Pages work without them and say that charts are unavailable.
+packages (uPlot, asciinema-player; ``web/package.json``) are built into the server's static folder
+``static/vendor/`` (git-ignored) when palaestra is packaged or installed from a checkout (setup.py
+runs npm and ``scripts/build-web-assets.sh``), and served under ``/assets/vendor/``. Pages work
+without them and say that charts are unavailable.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def mount_static(app: FastAPI) -> None:
     if not vendor_available():
         logger.info(
             "No browser-side packages in %s: pages are served without charts or terminal players "
-            "(run `npm ci --prefix web && scripts/build-web-assets.sh`)",
+            "(a wheel or sdist of palaestra has them; a checkout builds them with npm: pip install -e .)",
             VENDOR_DIR,
         )
     # check_dir=False: the folder may be filled by build-web-assets.sh while the server runs
