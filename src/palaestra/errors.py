@@ -53,6 +53,11 @@ class EngineError(Error):
     """A game engine process (GTP) misbehaved: died, timed out or answered nonsense."""
 
 
+class StartupError(Error):
+    """A service could not start: its port is taken, its data folder or database cannot be used.
+    The ``palaestra`` command exits with its own code for it (3, :mod:`palaestra.cli.exits`)."""
+
+
 class ConfigurationError(Error):
     """Missing or invalid configuration: no API key, no server URL, a bad database URL."""
 

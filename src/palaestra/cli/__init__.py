@@ -5,7 +5,9 @@ One entry point; each subcommand lives in its own module under ``palaestra.cli``
 ``argparse.Namespace`` and returning an exit code). Handlers import what they need when they run, so
 ``palaestra --help`` stays fast.
 
-Exit codes: 0 success, 1 failure (a palaestra error, printed as one line), 2 usage error.
+Exit codes (:mod:`palaestra.cli.exits`): 0 success, 1 failure, 2 usage error, 3 could not start, 130
+interrupted, 141 stdout closed, 143 terminated. A failure is one line on stderr, never a traceback,
+unless ``--debug`` is given.
 """
 
 from __future__ import annotations
@@ -15,10 +17,14 @@ import importlib
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Sequence
+from typing import Any
 
 from palaestra._version import __version__
-from palaestra.errors import Error
+from palaestra.cli import exits
+from palaestra.errors import Error, StartupError
+from palaestra.extras import missing_extra_message
 
 # Subcommand modules, in the order ``--help`` lists them; a module that is not there yet is skipped.
 COMMAND_MODULES = (
@@ -51,8 +57,33 @@ def add_progress_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class CommandParser(argparse.ArgumentParser):
+    """The parser of ``palaestra`` and (by argparse's inheritance) of every subcommand.
+
+    * An unknown option is reported by the subcommand that got it, with that subcommand's usage
+      (argparse leaves them to the top-level parser, whose usage does not help).
+    * ``--debug`` is accepted after any subcommand too, where users type it.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        top_level = " " not in self.prog  # "palaestra", not "palaestra run"
+        self.add_argument(
+            "--debug",
+            action="store_true",
+            default=argparse.SUPPRESS,  # a subcommand's default must not undo `palaestra --debug CMD`
+            help="on a failure, print the traceback (and log debug messages)" if top_level else argparse.SUPPRESS,
+        )
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return namespace, extras
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="palaestra",
         description="Record, score, upload and compare reinforcement-learning runs (the 2017 Gym system, today).",
     )
@@ -100,23 +131,46 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
-        return 2
-    _configure_logging(args.verbose, args.quiet)
+        parser.print_help(sys.stderr)
+        return exits.USAGE
+    debug = getattr(args, "debug", False)
+    _configure_logging(args.verbose or debug, args.quiet)
     # `--agent mymodule:factory` (run, benchmark run) finds mymodule.py in the current directory, as
     # `python -m` would; appended, so that a file there never shadows an installed module.
     if os.getcwd() not in sys.path:
         sys.path.append(os.getcwd())
+    exits.stop_on_sigterm()
     try:
         code: int = args.handler(args)
-    except Error as e:
-        # One line, whatever the message's layout: scripts read the last line of stderr.
-        print(f"palaestra {args.command}: error: {' '.join(str(e).split())}", file=sys.stderr)
-        return 1
+        sys.stdout.flush()  # a closed pipe shows here, inside the try, not at interpreter exit
     except KeyboardInterrupt:
-        print(f"palaestra {args.command}: interrupted", file=sys.stderr)
-        return 130
+        code = exits.interrupted_code()
+        print(f"palaestra {args.command}: {exits.interruption()}", file=sys.stderr)
+    except BrokenPipeError:
+        # The reader went away (`palaestra envs | head`): stop writing, quietly, as `cat` would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = exits.BROKEN_PIPE
+    except Exception as exc:
+        if debug:
+            traceback.print_exc()
+        code = exits.COULD_NOT_START if isinstance(exc, StartupError) else exits.FAILURE
+        print(f"palaestra {args.command}: error: {error_line(exc, debug)}", file=sys.stderr)
     return code
+
+
+def error_line(exc: BaseException, debug: bool = False) -> str:
+    """One line for a failure: palaestra's errors as they are, the extra to install for a missing
+    module, anything else with its type and a pointer to ``--debug``."""
+    if isinstance(exc, Error):
+        message = str(exc)
+    elif isinstance(exc, ModuleNotFoundError) and missing_extra_message(exc):
+        message = str(missing_extra_message(exc))
+    else:
+        message = f"{type(exc).__name__}: {exc}"
+        if not debug:
+            message += " (run with --debug for the traceback)"
+    # One line, whatever the message's layout: scripts read the last line of stderr.
+    return " ".join(message.split())
 
 
 if __name__ == "__main__":

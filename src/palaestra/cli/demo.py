@@ -127,16 +127,6 @@ def _create_key(config: Any) -> str:
         db.dispose()
 
 
-def _terminate_on_sigterm() -> None:
-    import signal
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, handler)
-
-
 def run(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.server.config import resolve_config
     from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
@@ -147,7 +137,6 @@ def run(args: argparse.Namespace) -> int:
         say(f"Port {args.port} is busy; using port {port} instead.")
     # Embedded defaults whatever PALAESTRA_* variables say: SQLite and a blob folder in the data dir.
     config = resolve_config(data_dir=data_dir / "scoreboard", host=args.host, port=port, environ={})
-    _terminate_on_sigterm()
     scoreboard = EmbeddedScoreboard(config)
     say(f"Starting the scoreboard on {scoreboard.url} (data in {data_dir}) ...")
     scoreboard.start()

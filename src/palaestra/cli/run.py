@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from palaestra.cli import add_progress_arguments
+from palaestra.cli import add_progress_arguments, exits
 
 AGENT_HELP = """\
 agents:
@@ -128,9 +128,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"Solved after {summary.solved_at} episodes.")
     print(f"Next: palaestra results {summary.directory}    palaestra upload {summary.directory}")
     if summary.interrupted:
-        log.warning("Interrupted: the directory holds every episode that finished.")
-        return 130
-    return 0
+        log.warning("palaestra run: %s; the directory holds every episode that finished.", exits.interruption())
+        return exits.interrupted_code()
+    return exits.OK
 
 
 def _check_directory(directory: str, force: bool, resume: bool) -> None:

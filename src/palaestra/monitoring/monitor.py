@@ -314,7 +314,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
                 self._write_manifest()
         finally:
             _registry.unregister(self._monitor_id)
-        logger.info(
+        # Debug, not info: close() also runs on the way out of a crash, where "finished" would mislead,
+        # and the command line prints its own next steps.
+        logger.debug(
             "Finished writing results. You can upload them to the scoreboard via palaestra.upload(%r)",
             self.directory,
         )

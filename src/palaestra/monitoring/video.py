@@ -600,6 +600,17 @@ def _remove(path: str) -> None:
         logger.warning("Could not remove the video file %s: %s", path, exc)
 
 
+def keep_sigterm_from_sdl() -> None:
+    """Stop SDL (pygame, which renders Gymnasium's classic-control frames) from taking over SIGTERM.
+
+    SDL's first initialisation installs a SIGTERM handler that turns the signal into a window-close
+    event, which nothing reads while recording, so ``kill``, ``timeout``, Slurm and ``docker stop``
+    never stop the process. The hint must be set before the env first renders; a value the user set
+    is kept.
+    """
+    os.environ.setdefault("SDL_NO_SIGNAL_HANDLERS", "1")
+
+
 class VideoRecorder:
     """Record one episode of ``env`` to ``base_path + '.mp4'`` (``rgb_array``) or ``'.json'`` (``ansi``).
 
@@ -672,6 +683,8 @@ class VideoRecorder:
             self.enabled = False
             return
         self.metadata["content_type"] = files.CONTENT_TYPE_ANSI if self.ansi_mode else files.CONTENT_TYPE_MP4
+        if not self.ansi_mode:
+            keep_sigterm_from_sdl()
         _live_recorders.add(self)
         self._write_metadata()
 
