@@ -1,5 +1,8 @@
+"""``python -m palaestra``: the ``palaestra`` command."""
+
 import sys
 
 from palaestra.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

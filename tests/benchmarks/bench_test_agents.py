@@ -39,3 +39,10 @@ class Broken:
 
 def broken(observation_space: Any, action_space: Any) -> Broken:
     return Broken()
+
+
+def broken_on_three_actions(observation_space: Any, action_space: Any) -> Any:
+    """Random on CartPole (two actions), broken on MountainCar (three)."""
+    from palaestra.agents.random_agent import RandomAgent
+
+    return Broken() if action_space.n == 3 else RandomAgent(action_space)

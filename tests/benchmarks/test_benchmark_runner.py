@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -98,18 +100,79 @@ def test_run_with_two_workers_then_resume(tiny: str, tmp_path: Path, monkeypatch
     assert json.loads((out / "MountainCar-v0-0" / DONE_MARKER).read_text())["agent"] == "random"
 
 
-def test_failing_trials_are_reported_not_raised(tmp_path: Path) -> None:
+def test_failing_trials_are_reported_when_others_finish(tmp_path: Path) -> None:
+    register_benchmark(
+        "RunnerSomeFail-v0",
+        TotalReward(),
+        [
+            {"env_id": "CartPole-v1", "trials": 1, "max_timesteps": 50},
+            {"env_id": "MountainCar-v0", "trials": 1, "max_timesteps": 50},
+        ],
+    )
+    report = run_benchmark(
+        "RunnerSomeFail-v0", f"{AGENTS}:broken_on_three_actions", tmp_path, workers=1, progress=False
+    )
+    (failed,) = report.failed
+    assert failed.env_id == "MountainCar-v0" and report.count("finished") == 1
+    assert "RuntimeError: this agent is broken on purpose" in (failed.error or "")
+    assert not (tmp_path / "MountainCar-v0-0" / DONE_MARKER).exists()
+
+
+def test_a_run_in_which_every_trial_fails_raises_naming_the_first_failure(tmp_path: Path) -> None:
     register_benchmark(
         "RunnerFail-v0",
         TotalReward(),
         [
-            {"env_id": "CartPole-v1", "trials": 1, "max_timesteps": 50},
+            {"env_id": "CartPole-v1", "trials": 2, "max_timesteps": 50},
         ],
     )
-    report = run_benchmark("RunnerFail-v0", f"{AGENTS}:broken", tmp_path, workers=1, progress=False)
-    (failed,) = report.failed
-    assert "RuntimeError: this agent is broken on purpose" in (failed.error or "")
-    assert not (tmp_path / "CartPole-v1-0" / DONE_MARKER).exists()
+    with pytest.raises(BenchmarkRunError, match="Every trial of RunnerFail-v0 that ran failed") as caught:
+        run_benchmark("RunnerFail-v0", f"{AGENTS}:broken", tmp_path, workers=2, progress=False)
+    assert "CartPole-v1-0: RuntimeError: this agent is broken on purpose" in str(caught.value)
+    assert caught.value.report is not None and len(caught.value.report.failed) == 2
+
+
+SCRIPT = """\
+from palaestra.benchmarks import TotalReward, register_benchmark
+from palaestra.benchmarks.runner import run_benchmark
+
+register_benchmark("Script-v0", TotalReward(), [{"env_id": "CartPole-v1", "trials": 2, "max_timesteps": 50}])
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "guarded"),
+    [
+        ('report = run_benchmark("Script-v0", "random", "out", workers=2)\nprint(report.count("finished"))', False),
+        (
+            'if __name__ == "__main__":\n    print(run_benchmark("Script-v0", "random", "out", workers=2).count("finished"))',
+            True,
+        ),
+        (
+            'def main():\n    print(run_benchmark("Script-v0", "random", "out", workers=2).count("finished"))\n\n\n'
+            'if "__main__" == __name__:\n    main()',
+            True,
+        ),
+    ],
+    ids=["unguarded", "guarded", "guarded-function"],
+)
+def test_a_script_that_runs_a_benchmark_needs_its_main_guard(call: str, guarded: bool, tmp_path: Path) -> None:
+    """Spawned workers import the script again: without the guard each would start the benchmark anew."""
+    script = tmp_path / "bench_script.py"
+    script.write_text(SCRIPT + call + "\n")
+    result = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    if guarded:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.split() == ["2"]
+        return
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert "bench_script.py runs the benchmark at its top level (line 5)" in last
+    assert 'if __name__ == "__main__":' in last
+    assert "bootstrapping phase" not in result.stderr  # no worker was started
+    assert not (tmp_path / "out").exists()
 
 
 def test_max_seconds_budget(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ score 0 (2017's rule for missing trials).
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
 import os
@@ -36,7 +37,7 @@ import traceback
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from palaestra._version import __version__
 from palaestra.benchmarks.registry import Benchmark, benchmark_spec, env_unavailable_reason
@@ -49,6 +50,7 @@ DONE_MARKER = "palaestra.trial.json"
 
 __all__ = [
     "DONE_MARKER",
+    "BenchmarkRunError",
     "RunReport",
     "TrialOutcome",
     "TrialSpec",
@@ -61,7 +63,12 @@ Budget = tuple[int | None, float | None]
 
 
 class BenchmarkRunError(Error):
-    """A benchmark run that cannot start: an output directory from another run, a bad option."""
+    """A benchmark run that cannot start (an output directory from another run, a bad option, a script
+    without its ``__main__`` guard) or in which every trial failed (``report`` then says how)."""
+
+    def __init__(self, message: str, report: RunReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 @dataclass(frozen=True)
@@ -298,6 +305,52 @@ def _install_files(directory: str, contents: dict[str, bytes]) -> None:
 # -- executing many trials -------------------------------------------------------------------------
 
 
+def _is_main_guard(node: ast.AST) -> TypeGuard[ast.If]:
+    """``if __name__ == "__main__":`` (either way round)."""
+    if not (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.comparators) == 1):
+        return False
+    sides = [node.test.left, node.test.comparators[0]]
+    names = {side.id for side in sides if isinstance(side, ast.Name)}
+    constants = {side.value for side in sides if isinstance(side, ast.Constant)}
+    return isinstance(node.test.ops[0], ast.Eq) and names == {"__name__"} and constants == {"__main__"}
+
+
+def check_main_guard() -> None:
+    """Refuse a call from the top level of the main script when that code is not under
+    ``if __name__ == "__main__":``.
+
+    Worker processes are spawned, and a spawned process imports the main script again; unguarded, the
+    script would start the benchmark once more in every worker, which Python refuses (a RuntimeError
+    in each worker, and every trial fails). Found from the call's line in the script's syntax tree.
+    """
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if main is None or not path:
+        return  # python -c, a REPL or a notebook: workers do not import it again
+    if getattr(main.__spec__, "name", "").endswith("__main__"):
+        return  # python -m package: multiprocessing does not import a package's __main__ again
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return  # called from a function the script defines and calls under the guard, or from elsewhere
+    line = frame.f_lineno
+    try:
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return
+    for node in ast.walk(tree):
+        if _is_main_guard(node) and node.lineno <= line <= (node.end_lineno or node.lineno):
+            return
+    raise BenchmarkRunError(
+        f"{os.path.basename(path)} runs the benchmark at its top level (line {line}), but the worker "
+        f"processes import {os.path.basename(path)} again, which would start the benchmark in each of them: "
+        'put the call under `if __name__ == "__main__":`'
+    )
+
+
+
 def _run_local(specs: Sequence[TrialSpec], workers: int, on_done: Callable[[TrialOutcome], None]) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -393,13 +446,17 @@ def run_benchmark(
     ``workers`` processes run at a time (with Ray: the CPUs of a local instance). ``progress``
     shows a progress bar on stderr (default: when stderr is a terminal). ``env_ids`` limits the run
     to some of the benchmark's envs. Returns a :class:`RunReport`; failed trials are reported there,
-    not raised.
+    unless every trial that ran failed: then :class:`BenchmarkRunError` names the first failure (its
+    ``report`` has them all). Called from a script, the call must be under
+    ``if __name__ == "__main__":`` (the worker processes import the script again).
     """
     from palaestra.agents.base import load_agent_factory
 
     bench = benchmark_spec(benchmark) if isinstance(benchmark, str) else benchmark
     if workers < 1:
         raise BenchmarkRunError(f"--workers must be at least 1, not {workers}")
+    if ray_address is None:
+        check_main_guard()
     load_agent_factory(agent)  # fail now, not once per trial
     out = os.path.abspath(os.fspath(out_dir))
     os.makedirs(out, exist_ok=True)
@@ -463,4 +520,11 @@ def run_benchmark(
     finally:
         bar.close()
     report.seconds = time.monotonic() - started
+    if to_run and len(report.failed) == len(to_run):
+        first = min(report.failed, key=lambda o: (o.env_id, o.trial))
+        raise BenchmarkRunError(
+            f"Every trial of {bench.id} that ran failed ({len(to_run)}); {first.env_id}-{first.trial}: "
+            f"{first.error}",
+            report,
+        )
     return report
