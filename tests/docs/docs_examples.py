@@ -1,19 +1,23 @@
-"""Finding and running the code examples of the user guide (docs/*.md) and the README.
+"""Finding and running the code examples of the user guide (docs/*.md) and the README, as a user does.
 
 Rules (also written in docs/contributing-docs.md):
 
-* a ```` ```python ```` block is run with the venv's Python in the page's working directory;
-* a ```` ```console ```` block whose first command is ``$ palaestra ...`` and a ```` ```bash ````
-  block whose first command is ``palaestra ...`` are run with bash (``set -e``), in order; in a
-  console block only the ``$ `` lines are commands, the rest is output;
-* every block of a page runs in one temporary directory, in page order, so later examples can
-  use what earlier ones recorded;
+* a page's blocks run in page order, in one fresh folder, as one bash session (``set -eo pipefail``):
+  what one block records, exports or ``cd``s into, the next one sees;
+* a ```` ```python ```` block is saved as a file and run with ``python FILE.py``, so that a script
+  that needs ``if __name__ == "__main__":`` fails here as it would for a user;
+* a ```` ```console ```` or ```` ```bash ```` block runs as shell commands; in a console block only
+  the ``$ `` lines are commands, the rest is output;
 * an HTML comment right before a block changes how it runs:
   ``<!-- needs: server -->`` runs it with ``PALAESTRA_SERVER`` and ``PALAESTRA_API_KEY`` of a real
-  scoreboard; ``<!-- file: NAME -->`` writes the block into ``NAME`` instead of running it;
+  scoreboard; ``<!-- file: NAME -->`` saves the block as ``NAME`` instead of running it;
   ``<!-- check: parse -->`` parses each ``palaestra`` command with the real command-line parser
-  instead of running it (for commands that need PostgreSQL, S3 or run forever);
-* other blocks (``nginx``, ``ini``, ``text``, unlabelled output) are not code and are not run.
+  instead of running it (for commands that need PostgreSQL or S3); ``<!-- check: none -->`` does not
+  run it (installing palaestra, ``make``); ``<!-- run: background -->`` starts it in the background,
+  as in a second terminal, and waits until the page's server answers;
+* the page's port 8000 (``127.0.0.1:8000``, ``--port 8000``) becomes a free port, since tests share the
+  machine;
+* other blocks (``nginx``, ``ini``, ``text``, ``diff``, unlabelled output) are not code and are not run.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +37,6 @@ DOCS = REPO / "docs"
 README = REPO / "README.md"
 VENV_BIN = Path(sys.executable).parent
 SHELL_LANGS = ("console", "bash", "shell", "sh")
-BLOCK_TIMEOUT_S = 300
 
 _FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w+-]*)\s*$")
 _MARKER = re.compile(r"^\s*<!--\s*(?P<key>[\w-]+)\s*:\s*(?P<value>.*?)\s*-->\s*$")
@@ -72,13 +77,11 @@ class Block:
 
     @property
     def kind(self) -> str:
-        """``python``, ``shell`` (a palaestra block), or ``other`` (not run)."""
+        """``python``, ``shell`` (commands), or ``other`` (not code: not run)."""
         if self.lang == "python":
             return "python"
-        if self.lang in SHELL_LANGS:
-            commands = self.commands()
-            if commands and commands[0].lstrip().startswith("palaestra "):
-                return "shell"
+        if self.lang in SHELL_LANGS and self.commands():
+            return "shell"
         return "other"
 
 
@@ -161,26 +164,139 @@ def base_env(cwd: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def run_block(block: Block, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """Run one block; raises AssertionError with its output if it fails."""
-    if block.kind == "python":
-        argv = [sys.executable, "-c", block.code]
-    else:
-        script = "set -e\n" + "\n".join(block.commands()) + "\n"
-        argv = ["bash", "-c", script]
+PORT_IN_DOCS = 8000
+_DOCS_PORT = re.compile(rf"(127\.0\.0\.1:|localhost:|--port ){PORT_IN_DOCS}\b")
+KNOWN_MARKERS = {"needs": {"server"}, "file": None, "check": {"parse", "none"}, "run": {"background"}}
+
+
+PAGE_TIMEOUT_S = 600
+SCRIPT_HEAD = """\
+set -eo pipefail
+background_pids=()
+trap 'for pid in "${background_pids[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done' EXIT
+wait_for_server() {  # what a user does by watching the other terminal
+  python - "$1" <<'PY'
+import sys, time, httpx
+url = f"http://127.0.0.1:{sys.argv[1]}/v1/health"
+for _ in range(600):
     try:
-        result = subprocess.run(
-            argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT_S
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"{block.where}: the example ran longer than {BLOCK_TIMEOUT_S}s") from exc
-    if result.returncode != 0:
-        raise AssertionError(
-            f"{block.where}: the {block.lang} example failed with exit code {result.returncode}\n"
-            f"--- code ---\n{block.code}--- stdout ---\n{result.stdout[-4000:]}\n"
-            f"--- stderr ---\n{result.stderr[-4000:]}"
-        )
-    return result
+        if httpx.get(url, timeout=2).status_code == 200:
+            sys.exit(0)
+    except httpx.HTTPError:
+        pass
+    time.sleep(0.1)
+sys.exit(f"no server answered on {url} within 60 s")
+PY
+}
+"""
+
+
+class PageFailed(AssertionError):
+    """A page's examples stopped at one block; the message shows the block and the output."""
+
+
+@dataclass
+class PageRun:
+    """A page's blocks turned into one bash session in ``cwd`` (see the module docstring)."""
+
+    cwd: Path
+    port: int
+    server_env: Callable[[], dict[str, str]]
+    lines: list[str] = field(default_factory=list)
+    blocks: dict[str, Block] = field(default_factory=dict)
+    count: int = 0
+
+    def add(self, block: Block) -> None:
+        for key, value in block.markers.items():
+            assert key in KNOWN_MARKERS, f"{block.where}: unknown marker {key!r}"
+            allowed = KNOWN_MARKERS[key]
+            assert allowed is None or value in allowed, f"{block.where}: unknown {key} {value!r}"
+        code = _DOCS_PORT.sub(rf"\g<1>{self.port}", block.code)
+        if "file" in block.markers:
+            self._save(block.markers["file"], code)
+        elif block.kind == "other" or block.markers.get("check") == "none":
+            return
+        elif block.markers.get("check") == "parse":
+            assert block.kind == "shell", f"{block.where}: only palaestra commands can be parse-checked"
+            parse_commands(block)
+        else:
+            self._run(block, code)
+        self.count += 1
+
+    def _save(self, name: str, code: str) -> None:
+        target = self.cwd / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(code, encoding="utf-8")
+
+    def _run(self, block: Block, code: str) -> None:
+        self.blocks[block.where] = block
+        self.lines.append(f"echo {shlex.quote(block.where)} > .docs-block")
+        prefix = ""
+        if block.markers.get("needs") == "server":
+            prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.server_env().items()) + " "
+        if block.kind == "python":
+            name = f"{block.page.stem}_example_{block.line}.py"
+            self._save(name, code)
+            self.lines.append(f"{prefix}python {name}")
+            return
+        commands = Block(block.page, block.line, block.lang, code).commands()
+        if block.markers.get("run") == "background":
+            assert len(commands) == 1, f"{block.where}: a background block holds one command"
+            self.lines.append(f"{prefix}{commands[0]} > .docs-background.log 2>&1 &")
+            self.lines.append(f"background_pids+=($!); wait_for_server {self.port}")
+        elif prefix:
+            self.lines.append(f"( export {prefix.strip()}")
+            self.lines.extend(commands)
+            self.lines.append(")")
+        else:
+            self.lines.extend(commands)
+
+    def script(self) -> str:
+        return SCRIPT_HEAD + "\n".join(self.lines) + "\n"
+
+    def run(self, env: dict[str, str], timeout: float = PAGE_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+        """Run the session; raises :class:`PageFailed` naming the block that failed."""
+        if not self.lines:
+            return subprocess.CompletedProcess([], 0, "", "")
+        try:
+            result = subprocess.run(
+                ["bash", "-c", self.script()], cwd=self.cwd, env=env, capture_output=True, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise PageFailed(f"{self._current()}: the page's examples ran longer than {timeout:.0f} s") from exc
+        if result.returncode != 0:
+            where = self._current()
+            block = self.blocks.get(where)
+            log = self.cwd / ".docs-background.log"
+            background = f"--- background ---\n{log.read_text()[-2000:]}\n" if log.exists() else ""
+            raise PageFailed(
+                f"{where}: the {block.lang if block else ''} example failed with exit code {result.returncode}\n"
+                f"--- code ---\n{block.code if block else ''}--- stdout ---\n{result.stdout[-4000:]}\n"
+                f"--- stderr ---\n{result.stderr[-4000:]}\n{background}"
+            )
+        return result
+
+    def _current(self) -> str:
+        try:
+            return (self.cwd / ".docs-block").read_text().strip()
+        except OSError:
+            return "(before the first block)"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_page(
+    blocks: list[Block], cwd: Path, server_env: Callable[[], dict[str, str]]
+) -> tuple[int, subprocess.CompletedProcess[str]]:
+    """Run a page's examples as its reader would; returns how many ran or were checked, and the session."""
+    page = PageRun(cwd, free_port(), server_env)
+    for block in blocks:
+        page.add(block)
+    return page.count, page.run(base_env(cwd))
 
 
 def parse_commands(block: Block) -> None:

@@ -71,7 +71,7 @@ def test_extract_blocks_reads_languages_markers_and_commands(tmp_path: Path) -> 
     assert commands == ["palaestra upload runs/x --algorithm a", "palaestra results runs/x"]
     assert console.kind == "shell"
     assert python.markers == {"file": "agent.py"} and python.kind == "python"
-    assert pip.kind == "other" and nginx.kind == "other"
+    assert pip.kind == "shell" and nginx.kind == "other"
     assert bash.kind == "shell" and bash.markers == {}
     assert isinstance(console, Block) and console.line == 4
 

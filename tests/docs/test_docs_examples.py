@@ -6,28 +6,19 @@ See docs_examples.py for the rules (which blocks run, and the ``<!-- needs: serv
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.docs.docs_examples import (
-    DOCS,
-    README,
-    Block,
-    base_env,
-    extract_blocks,
-    parse_commands,
-    run_block,
-    section,
-)
+from tests.docs.docs_examples import DOCS, README, base_env, extract_blocks, run_page, section
 from tests.scoreboard.server_helpers import ScoreboardServer
 
 PAGES = sorted(DOCS.glob("*.md"))
-KNOWN_MARKERS = {"needs", "file", "check"}
 
 
 @pytest.fixture(scope="module")
@@ -38,36 +29,14 @@ def docs_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     server.stop()
 
 
-def _server_env(request: pytest.FixtureRequest) -> dict[str, str]:
-    server = request.getfixturevalue("docs_server")
-    return {"PALAESTRA_SERVER": server.url, "PALAESTRA_API_KEY": server.api_key}
+def _server_env(request: pytest.FixtureRequest) -> Callable[[], dict[str, str]]:
+    """The scoreboard of ``<!-- needs: server -->`` blocks, started only for pages that have one."""
 
+    def env() -> dict[str, str]:
+        server = request.getfixturevalue("docs_server")
+        return {"PALAESTRA_SERVER": server.url, "PALAESTRA_API_KEY": server.api_key}
 
-def run_page(blocks: list[Block], cwd: Path, request: pytest.FixtureRequest) -> int:
-    """Run a page's examples in order in ``cwd``; returns how many ran or were checked."""
-    count = 0
-    for block in blocks:
-        unknown = set(block.markers) - KNOWN_MARKERS
-        assert not unknown, f"{block.where}: unknown marker(s) {unknown}"
-        if "file" in block.markers:
-            target = cwd / block.markers["file"]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(block.code, encoding="utf-8")
-            count += 1
-            continue
-        if block.kind == "other":
-            continue
-        if block.markers.get("check") == "parse":
-            assert block.kind == "shell", f"{block.where}: only palaestra commands can be parse-checked"
-            parse_commands(block)
-            count += 1
-            continue
-        assert block.markers.get("check") is None, f"{block.where}: unknown check {block.markers['check']!r}"
-        extra = _server_env(request) if block.markers.get("needs") == "server" else {}
-        assert block.markers.get("needs") in (None, "server"), f"{block.where}: unknown needs"
-        run_block(block, cwd, base_env(cwd, extra))
-        count += 1
-    return count
+    return env
 
 
 def test_the_guide_has_pages() -> None:
@@ -80,6 +49,7 @@ def test_the_guide_has_pages() -> None:
         "results.md",
         "agents.md",
         "upload.md",
+        "import.md",
         "scoreboard.md",
         "benchmarks.md",
         "board-games.md",
@@ -90,22 +60,25 @@ def test_the_guide_has_pages() -> None:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
-def test_page_examples_run(page: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    blocks = extract_blocks(page)
-    run_page(blocks, tmp_path, request)
+def test_page_examples_run_top_to_bottom(page: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    run_page(extract_blocks(page), tmp_path, _server_env(request))
 
 
-def test_every_python_and_palaestra_block_is_covered() -> None:
-    """No example hides in a block kind the runner skips (```py, or a shell block it cannot see)."""
+def test_no_example_hides_in_a_block_the_runner_skips() -> None:
     for page in [*PAGES, README]:
         for block in extract_blocks(page):
-            assert block.lang not in ("py", "python3", "pycon"), f"{block.where}: use ```python"
-            if block.lang in ("console", "bash", "shell", "sh") and block.kind == "other":
-                for command in block.commands():
-                    assert not command.lstrip().startswith("palaestra"), (
-                        f"{block.where}: a palaestra command after other commands is never run; "
-                        "start the block with it or split the block"
-                    )
+            assert block.lang not in ("py", "python3", "pycon", "shell-session"), f"{block.where}: use ```python or ```console"
+
+
+def test_no_page_records_into_the_readme_quick_starts_folder_without_force() -> None:
+    """A reader who did the README's quick start follows the guide in the same folder: a page that
+    records into the quick start's directory without ``force`` is refused there."""
+    quick = section(README.read_text(encoding="utf-8"), "## Quick start")
+    (directory,) = re.findall(r"Monitor\(.*?, \"([^\"]+)\"", quick)
+    for page in PAGES:
+        for block in extract_blocks(page):
+            for call in re.findall(rf"Monitor\([^\n]*[\"']{re.escape(directory)}[\"'][^\n]*", block.code):
+                assert "force=True" in call, f"{block.where}: records into the README's {directory} without force"
 
 
 def test_readme_quick_start_runs_word_for_word(tmp_path: Path, request: pytest.FixtureRequest) -> None:
@@ -116,8 +89,8 @@ def test_readme_quick_start_runs_word_for_word(tmp_path: Path, request: pytest.F
     assert blocks, "the README's quick start has no runnable example"
     code_lines = sum(len([ln for ln in b.code.splitlines() if ln.strip()]) for b in blocks)
     assert code_lines <= 5, f"the quick start should stay at 5 lines, it has {code_lines}"
-    run_page(blocks, tmp_path, request)
-    env = base_env(tmp_path, _server_env(request))
+    run_page(blocks, tmp_path, _server_env(request))
+    env = base_env(tmp_path, _server_env(request)())
     training_dirs = [p for p in tmp_path.rglob("*") if p.is_dir() and any(p.glob("openaigym.manifest.*"))]
     assert training_dirs, "the quick start recorded no training directory"
     for command in ("results", "upload"):
