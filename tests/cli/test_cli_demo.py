@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import signal
 import socket
 import subprocess
@@ -97,16 +98,46 @@ def test_demo_runs_again_on_the_same_data_dir_and_finds_a_free_port(tmp_path: Pa
             "--exit-after-upload",
             cwd=tmp_path,
         )
+    urls = []
     for result in (first, second):
         assert result.returncode == 0, result.stderr
         assert f"Port {port} is busy; using port" in result.stdout
         assert "Not solved within 30 episodes" in result.stdout
-        assert result.stdout.strip().splitlines()[-1].startswith("Your evaluation: http://127.0.0.1:")
+        lines = result.stdout.strip().splitlines()
+        assert lines[-2].startswith("Your evaluation: http://127.0.0.1:")
+        assert lines[-1].startswith("The scoreboard has stopped; serve it again with: palaestra server --data-dir ")
+        urls.append(lines[-2].split(": ", 1)[1])
     assert len(list((tmp_path / "d" / "runs").iterdir())) == 2
-    assert (tmp_path / "d" / "scoreboard" / "scoreboard.sqlite3").exists()
-    first_id = first.stdout.strip().rsplit("/", 1)[1]
-    second_id = second.stdout.strip().rsplit("/", 1)[1]
-    assert first_id != second_id
+    assert urls[0] != urls[1]
+    # --data-dir means the same to every command: the server and `users` find the demo's data there
+    assert (tmp_path / "d" / "scoreboard.sqlite3").exists()
+    assert "demo\tkey_" in palaestra("users", "list", "--data-dir", "d", cwd=tmp_path).stdout
+
+
+@pytest.mark.slow
+def test_demo_says_how_to_serve_its_data_again_and_that_command_serves_it(tmp_path: Path) -> None:
+    result = palaestra("demo", "--data-dir", "d", "--port", str(free_port()), "--episodes", "20", "--no-serve", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    *_, evaluation_line, hint = result.stdout.strip().splitlines()
+    url = evaluation_line.split(": ", 1)[1]
+    command = hint.split("serve it again with: ", 1)[1]
+    assert command.startswith("palaestra server --data-dir ")
+    server = subprocess.Popen(
+        [PALAESTRA, *shlex.split(command)[1:]], cwd=tmp_path, env=cli_env(), stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                page = httpx.get(url, timeout=5)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
+                time.sleep(0.2)
+        assert page.status_code == 200 and "CartPole-v1" in page.text and "palaestra-cem" in page.text
+    finally:
+        server.send_signal(signal.SIGINT)
+        server.wait(timeout=30)
 
 
 def test_demo_rejects_a_bad_episode_count(tmp_path: Path) -> None:

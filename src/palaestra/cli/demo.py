@@ -1,14 +1,17 @@
 """``palaestra demo``: the whole loop on embedded defaults, from an agent that learns to the scoreboard page.
 
-1. Start a scoreboard (SQLite database and blob folder under ``--data-dir``) in this process.
+1. Start a scoreboard in this process, its SQLite database and blob folder in ``--data-dir`` (the
+   same meaning as for ``palaestra server`` and ``palaestra users``: ``palaestra server --data-dir D``
+   serves what ``palaestra demo --data-dir D`` recorded).
 2. Create a user ``demo`` and an API key.
 3. Train the cross-entropy-method agent on CartPole-v1 under the Monitor, with videos on the capped
    cubic schedule, until it is solved (at most ``--episodes`` episodes).
 4. Upload the training directory and print the evaluation's URL.
-5. Keep serving until Ctrl-C (or stop at once with ``--exit-after-upload``).
+5. Keep serving until Ctrl-C (or stop at once with ``--no-serve``), then print the command that serves
+   the data again.
 
-Each run records into a new ``runs/CartPole-v1-<time>`` directory, so the demo can be run again
-on the same data directory: the scoreboard then lists every run.
+Each run records into a new ``<data-dir>/runs/CartPole-v1-<time>`` directory, so the demo can be run
+again on the same data directory: the scoreboard then lists every run.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shlex
 import socket
 import threading
 import time
@@ -55,7 +59,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--data-dir",
         default=DEFAULT_DATA_DIR,
-        help=f"where the scoreboard's data and the runs go (default ./{DEFAULT_DATA_DIR})",
+        help="the scoreboard's data folder, as for `palaestra server --data-dir`; the runs go into its "
+        f"runs/ folder (default ./{DEFAULT_DATA_DIR})",
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1)")
     parser.add_argument(
@@ -136,10 +141,11 @@ def run(args: argparse.Namespace) -> int:
     if port != args.port:
         say(f"Port {args.port} is busy; using port {port} instead.")
     # Embedded defaults whatever PALAESTRA_* variables say: SQLite and a blob folder in the data dir.
-    config = resolve_config(data_dir=data_dir / "scoreboard", host=args.host, port=port, environ={})
+    config = resolve_config(data_dir=data_dir, host=args.host, port=port, environ={})
     scoreboard = EmbeddedScoreboard(config)
     say(f"Starting the scoreboard on {scoreboard.url} (data in {data_dir}) ...")
     scoreboard.start()
+    serve_again = f"palaestra server --data-dir {shlex.quote(str(data_dir))} --port {port}"
     try:
         code = _main_job(args, scoreboard, data_dir)
         if code != 0 or not args.serve:
@@ -151,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         scoreboard.stop()
+        say(f"The scoreboard has stopped; serve it again with: {serve_again}")
     return 0
 
 
