@@ -22,7 +22,7 @@ from palaestra.errors import ResultsError
 from palaestra.extras import require
 from palaestra.solved_stats import SolvedStats
 
-__all__ = ["ResultsSummary", "format_summary", "plot_learning_curve", "summarize"]
+__all__ = ["ResultsSummary", "format_summary", "learning_curve_figure", "plot_learning_curve", "summarize"]
 
 
 @dataclass
@@ -157,6 +157,21 @@ def plot_learning_curve(summary: ResultsSummary, path: str | os.PathLike[str]) -
 
     Returns the absolute path written. Needs matplotlib (``pip install 'palaestra[plot]'``).
     """
+    out = os.path.abspath(os.fspath(path))
+    figure = learning_curve_figure(summary)
+    try:
+        figure.savefig(out)
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"Cannot write the plot {out}: {exc}") from None
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+    return out
+
+
+def learning_curve_figure(summary: ResultsSummary) -> Any:
+    """The matplotlib figure :func:`plot_learning_curve` saves (close it with ``plt.close``)."""
     require("plot", "Plotting a learning curve")
     import matplotlib
 
@@ -168,45 +183,40 @@ def plot_learning_curve(summary: ResultsSummary, path: str | os.PathLike[str]) -
     rewards = _training_rewards(summary)
     if not rewards:
         raise ResultsError(f"{summary.directory} has no completed training episodes to plot")
-    out = os.path.abspath(os.fspath(path))
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-    try:
-        episodes = range(len(rewards))
-        ax.plot(episodes, rewards, color="#9ab", linewidth=0.8, label="episode reward")
-        ax.plot(
-            episodes,
-            trailing_mean(rewards, summary.trials),
-            color="#147",
-            linewidth=2,
-            label=f"mean of the last {summary.trials} episodes",
+    episodes = range(len(rewards))
+    ax.plot(episodes, rewards, color="#9ab", linewidth=0.8, label="episode reward")
+    ax.plot(
+        episodes,
+        trailing_mean(rewards, summary.trials),
+        color="#147",
+        linewidth=2,
+        label=f"mean of the last {summary.trials} episodes",
+    )
+    if summary.reward_threshold is not None:
+        ax.axhline(
+            summary.reward_threshold,
+            color="#a33",
+            linestyle="--",
+            linewidth=1,
+            label=f"threshold {summary.reward_threshold:g}",
         )
-        if summary.reward_threshold is not None:
-            ax.axhline(
-                summary.reward_threshold,
-                color="#a33",
-                linestyle="--",
-                linewidth=1,
-                label=f"threshold {summary.reward_threshold:g}",
-            )
-        solved_at = summary.stats["episode_t_value"]
-        if solved_at is not None:
-            ax.axvline(
-                solved_at + summary.trials - 1,
-                color="#393",
-                linestyle=":",
-                linewidth=1.5,
-                label=f"solved (after {solved_at} episodes)",
-            )
-        ax.set_xlabel("training episode")
-        ax.set_ylabel("reward")
-        ax.set_title(f"{summary.env_id}: {os.path.basename(summary.directory)}")
-        ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize="small")
-        fig.tight_layout()
-        try:
-            fig.savefig(out)
-        except (OSError, ValueError) as exc:
-            raise ResultsError(f"Cannot write the plot {out}: {exc}") from None
-    finally:
-        plt.close(fig)
-    return out
+    solved_at = summary.stats["episode_t_value"]
+    if solved_at is not None:
+        # "Solved after N episodes" counts the episodes before the first window that reached the
+        # threshold, so the plot shades that window: it starts at episode N.
+        last = solved_at + summary.trials - 1
+        ax.axvspan(
+            solved_at,
+            last,
+            color="#393",
+            alpha=0.12,
+            label=f"solved after {solved_at} episodes: episodes {solved_at}-{last} average ≥ {summary.reward_threshold:g}",
+        )
+    ax.set_xlabel("training episode")
+    ax.set_ylabel("reward")
+    ax.set_title(f"{summary.env_id}: {os.path.basename(summary.directory)}")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    fig.tight_layout()
+    return fig

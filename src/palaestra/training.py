@@ -21,6 +21,7 @@ loop: every agent sees one stream of episodes, as in a single-env run. Videos ar
 from __future__ import annotations
 
 import copy
+import difflib
 import inspect
 import logging
 import os
@@ -107,10 +108,13 @@ def check_env_id(env_id: str) -> None:
     register_ale_py()
     try:
         gymnasium.spec(env_id)
-    except gymnasium.error.Error as exc:
+    except gymnasium.error.Error:
+        # Gymnasium's own message suggests a name without its version ("Did you mean: `CartPole`?")
+        close = difflib.get_close_matches(env_id, list(gymnasium.registry), n=1, cutoff=0.75)
+        suggestion = f" Did you mean {close[0]!r}?" if close else ""
         raise TrainingError(
-            f"Unknown environment {env_id!r}: {str(exc).rstrip('.')}. (HINT: `palaestra envs` lists the ids "
-            "you can run; Atari ids need the atari extra: pip install 'palaestra[atari]'.)"
+            f"Unknown environment {env_id!r}.{suggestion} `palaestra envs` lists the ids you can run; Atari "
+            "ids need the atari extra: pip install 'palaestra[atari]'."
         ) from None
 
 
@@ -309,6 +313,7 @@ def run_agent(
                 done_episodes += 1
                 if mode == "training":  # only training episodes count towards "solved"
                     tracker.add(float(monitor.get_episode_rewards()[-1]))
+                bar.set_postfix_str(_reward_note(monitor.get_episode_rewards(), tracker), refresh=False)
                 if episodes is not None:
                     bar.update(1)
                 if stop_when_solved and tracker.solved_at is not None:
@@ -411,6 +416,8 @@ def _run_vector(
                 recorded = monitor.get_episode_rewards()
                 for reward in recorded[len(recorded) - ended :] if ended else ():
                     tracker.add(float(reward))
+            if ended:
+                bar.set_postfix_str(_reward_note(monitor.get_episode_rewards(), tracker), refresh=False)
             finished = (
                 (stop_when_solved and tracker.solved_at is not None)
                 or (episodes is not None and done_episodes >= episodes)
@@ -447,6 +454,18 @@ def _sub_env_view(envs: gymnasium.vector.VectorEnv[Any, Any, Any]) -> Any:
         action_space=copy.deepcopy(envs.single_action_space),
         spec=envs.spec,
     )
+
+
+def _reward_note(rewards: list[float], tracker: _SolveTracker) -> str:
+    """What the progress bar shows after each episode: the last reward and the running mean that
+    decides "solved" (over the last ``trials`` episodes, or all of them while there are fewer)."""
+    recent = rewards[-tracker.trials :]
+    note = f"reward {rewards[-1]:.4g}, mean of last {len(recent)} {sum(recent) / len(recent):.4g}"
+    if tracker.solved_at is not None:
+        note += ", solved"
+    elif tracker.threshold is not None:
+        note += f" (solved at {tracker.threshold:g})"
+    return note
 
 
 def _progress_bar(total: int, unit: str, desc: str, enabled: bool | None) -> Any:

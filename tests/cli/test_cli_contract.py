@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import re
 from pathlib import Path
 
@@ -199,3 +200,62 @@ def test_envs_group_filter() -> None:
     assert result.returncode == 0
     assert "PongNoFrameskip-v4" in result.stdout and "CartPole-v1" not in result.stdout
     assert list(_group_blocks(result.stdout)) == ["atari"]
+
+
+def test_envs_json_lists_what_the_table_lists() -> None:
+    result = palaestra("envs", "--json", "--group", "classic_control")
+    assert result.returncode == 0, result.stderr
+    entries = {e["env_id"]: e for e in json.loads(result.stdout)}
+    assert entries["CartPole-v1"] == {
+        "env_id": "CartPole-v1",
+        "group": "classic_control",
+        "summary": "Balance a pole on a cart.",
+        "reward_threshold": 475.0,
+        "trials": 100,
+        "max_episode_steps": 500,
+        "available": True,
+        "unavailable_reason": None,
+        "legacy_2017": True,
+    }
+    table = palaestra("envs", "--group", "classic_control").stdout
+    assert sorted(entries) == sorted(re.findall(r"^  (\S+-v\d+)\s", table, re.M))
+
+
+def test_users_list_json_shows_keys_without_the_key(tmp_path: Path) -> None:
+    created = palaestra("users", "create", "ann", "--data-dir", "board", cwd=tmp_path)
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip().splitlines()[-1]
+    palaestra("users", "revoke", "ann", "--data-dir", "board", cwd=tmp_path)
+    palaestra("users", "create", "ann", "--data-dir", "board", cwd=tmp_path)
+    result = palaestra("users", "--data-dir", "board", "list", "--json", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    keys = json.loads(result.stdout)
+    assert [(k["user"], k["active"]) for k in keys] == [("ann", False), ("ann", True)]
+    assert key not in result.stdout and all(key.startswith(k["prefix"]) for k in keys[:1])
+    assert keys[0]["revoked"] is not None and keys[1]["revoked"] is None
+
+
+def test_an_unknown_env_id_gets_a_suggestion_with_its_version(tmp_path: Path) -> None:
+    result = palaestra("run", "Cartpole-v1", "--agent", "random", "--episodes", "1", "--monitor", "x", cwd=tmp_path)
+    line = _one_line_error(result, "run")
+    assert "Unknown environment 'Cartpole-v1'. Did you mean 'CartPole-v1'? `palaestra envs` lists" in line
+    assert "?." not in line
+
+
+def test_benchmark_run_help_lists_every_built_in_agent() -> None:
+    from palaestra.agents import BUILTIN_AGENTS
+
+    for command in (("run",), ("benchmark", "run")):
+        out = palaestra(*command, "--help").stdout
+        for name in (*BUILTIN_AGENTS, "module:factory"):
+            assert re.search(rf"^  {re.escape(name)}\s", out, re.M), (command, name)
+
+
+def test_a_benchmark_of_2017_versions_runs_without_gymnasiums_deprecation_warning(tmp_path: Path) -> None:
+    """ClassicControl2-v1 asks for CartPole-v0 on purpose; "CartPole-v0 is out of date" is noise there."""
+    result = palaestra(
+        "benchmark", "run", "ClassicControl2-v1", "--agent", "random", "--out", "b", "--no-score", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Trial CartPole-v0-0 finished" in result.stderr
+    assert "Warning" not in result.stderr and "out of date" not in result.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -195,7 +196,7 @@ def test_run_progress_bar_on_request(tmp_path: Path) -> None:
         "--agent",
         "random",
         "--episodes",
-        "40",
+        "2000",
         "--no-video",
         "--progress",
         "--monitor",
@@ -203,7 +204,9 @@ def test_run_progress_bar_on_request(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert result.returncode == 0
-    assert "/40" in result.stderr and "CartPole-v1" in result.stderr
+    assert "/2000" in result.stderr and "CartPole-v1" in result.stderr
+    # the running reward that decides "solved", refreshed as the bar is (2000 episodes take seconds)
+    assert re.search(r"reward [\d.]+, mean of last 100 [\d.]+ \(solved at 475\)", result.stderr), result.stderr[-500:]
     quiet = palaestra(
         "run",
         "CartPole-v1",

@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -219,7 +220,11 @@ def _record(spec: TrialSpec, directory: str) -> TrialOutcome:
     marker_path = os.path.join(directory, DONE_MARKER)
     if os.path.exists(marker_path):
         os.unlink(marker_path)
-    env = gymnasium.make(spec.env_id)
+    with warnings.catch_warnings():
+        # A benchmark names its version on purpose (ClassicControl2-v1 is CartPole-v0's): Gymnasium's
+        # "CartPole-v0 is out of date" would only be noise in every trial.
+        warnings.filterwarnings("ignore", message=r".*The environment \S+ is out of date", category=DeprecationWarning)
+        env = gymnasium.make(spec.env_id)
     if spec.seed is not None:
         env.action_space.seed(spec.seed)
         env.observation_space.seed(spec.seed)

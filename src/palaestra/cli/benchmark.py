@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from palaestra.cli import add_progress_arguments
+from palaestra.cli.run import AGENTS_HELP
 
 
 def register(subparsers: Any) -> None:
@@ -26,9 +27,11 @@ def register(subparsers: Any) -> None:
         help="run every task x trial of a benchmark",
         description="Run every task x trial of benchmark ID into OUT/{env_id}-{trial}. Finished "
         "trials are skipped, so rerunning the same command resumes.",
+        epilog=AGENTS_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("benchmark_id", metavar="ID")
-    run.add_argument("--agent", required=True, help="module:factory, or a built-in agent name (random)")
+    run.add_argument("--agent", required=True, help="random, cem or module:factory (see below)")
     run.add_argument("--out", required=True, metavar="DIR", help="directory for the training directories")
     run.add_argument("--workers", type=int, default=1, metavar="N", help="trials run at a time (default 1)")
     run.add_argument(

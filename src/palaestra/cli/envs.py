@@ -1,8 +1,9 @@
-"""``palaestra envs [--group G] [--all]``: the environment ids, by scoreboard group."""
+"""``palaestra envs [--group G] [--all] [--json]``: the environment ids, by scoreboard group."""
 
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from palaestra.catalogue import GROUP_IDS
@@ -26,6 +27,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also list the ids this installation cannot run, with why (the scoreboard still scores them)",
     )
+    parser.add_argument("--json", action="store_true", help="print the ids as JSON, for scripts")
     parser.set_defaults(handler=run)
 
 
@@ -53,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
 
     everything = catalogue.entries(args.group, include_unavailable=True)
     entries = everything if args.all else [e for e in everything if e.available]
+    if args.json:
+        print(json.dumps([_entry_document(e) for e in entries], indent=2))
+        return 0
     if not entries:
         print(f"No environments in group {args.group!r} that this installation can run.")
         if args.group == "atari":
@@ -76,3 +81,18 @@ def run(args: argparse.Namespace) -> int:
     if hidden:
         print(f"\n{hidden} more ids cannot run in this installation: palaestra envs --all lists them, with why.")
     return 0
+
+
+def _entry_document(entry: Any) -> dict[str, Any]:
+    """One id of ``palaestra envs --json``."""
+    return {
+        "env_id": entry.env_id,
+        "group": entry.group,
+        "summary": entry.summary,
+        "reward_threshold": entry.reward_threshold,
+        "trials": entry.trials,
+        "max_episode_steps": entry.max_episode_steps,
+        "available": entry.available,
+        "unavailable_reason": entry.unavailable_reason,
+        "legacy_2017": entry.legacy is not None,
+    }

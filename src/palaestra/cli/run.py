@@ -7,7 +7,8 @@ from typing import Any
 
 from palaestra.cli import add_progress_arguments, exits
 
-AGENT_HELP = """\
+#: The --agent choices, for every command that runs agents (run, benchmark run).
+AGENTS_HELP = """\
 agents:
   random           samples the action space
   cem              the cross-entropy method on a linear policy (numpy); solves CartPole-v1
@@ -15,7 +16,9 @@ agents:
                    returns an action and the optional agent.observe(obs, reward, terminated, truncated)
                    and agent.end_episode() let it learn; a factory with a `seed` argument gets --seed.
                    The module must be importable (e.g. in the current directory or on PYTHONPATH).
+"""
 
+AGENT_HELP = AGENTS_HELP + """
 example:
   palaestra run CartPole-v1 --agent cem --episodes 1000 --stop-when-solved --monitor runs/cartpole
   palaestra results runs/cartpole --plot cartpole.png

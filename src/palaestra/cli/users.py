@@ -7,6 +7,7 @@ Works directly on the database chosen by the same flags and variables as ``palae
 from __future__ import annotations
 
 import argparse
+import json
 from typing import Any
 
 from palaestra.cli.server import add_database_arguments, config_from_args
@@ -22,10 +23,11 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="users_command", metavar="ACTION", required=True)
     create = sub.add_parser("create", help="create a user (or a new key for one); prints the key last")
     create.add_argument("name")
-    sub.add_parser("list", help="list users and their keys (ids and prefixes, never the keys)")
+    listing = sub.add_parser("list", help="list users and their keys (ids and prefixes, never the keys)")
+    listing.add_argument("--json", action="store_true", help="print the keys as JSON, for scripts")
     revoke = sub.add_parser("revoke", help="revoke a key (key_... id or the key) or all keys of a user")
     revoke.add_argument("target", metavar="NAME|KEY_ID")
-    for p in (create, revoke, sub.choices["list"]):
+    for p in (create, revoke, listing):
         add_database_arguments(p, suppress=True)
     parser.set_defaults(handler=run)
 
@@ -47,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.users_command == "list":
             keys = auth.list_keys(db)
+            if args.json:
+                print(json.dumps([_key_document(k) for k in keys], indent=2))
+                return 0
             if not keys:
                 print("No users yet: `palaestra users create NAME`.")
             for k in keys:
@@ -63,3 +68,15 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         db.dispose()
+
+
+def _key_document(key: Any) -> dict[str, Any]:
+    """One key of ``users list --json`` (times in ISO 8601; never the key itself)."""
+    return {
+        "user": key.user,
+        "key_id": key.key_id,
+        "prefix": key.prefix,
+        "created": key.created.isoformat(),
+        "revoked": key.revoked.isoformat() if key.revoked else None,
+        "active": key.revoked is None,
+    }
