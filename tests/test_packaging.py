@@ -131,6 +131,11 @@ def test_the_wheel_installs_anywhere_with_pip_and_serves_pages_with_charts(tmp_p
         assert result.returncode == 1 and len(lines) == 1, result.stderr
         assert f"pip install 'palaestra[{extra}]'" in lines[0]
     assert "CartPole-v1" in _ok(_run(palaestra, "results", "run", cwd=home))
+    runnable = _ok(_run(palaestra, "envs", cwd=home))
+    assert "CartPole-v1" in runnable and "Go9x9-v0" not in runnable
+    assert "Go9x9-v0 needs OpenSpiel, which is not installed: pip install 'palaestra[board]'" in _ok(
+        _run(palaestra, "envs", "--all", cwd=home)
+    )
 
     # with the server extra: the whole loop, and a page whose chart is drawn
     _ok(_run(python, "-m", "pip", "install", "--quiet", f"palaestra[server] @ {wheel.as_uri()}", cwd=home, timeout=900))

@@ -119,8 +119,17 @@ def check_env_id(env_id: str) -> None:
 
 
 def make_env(env_id: str, video: bool = True, **kwargs: Any) -> gymnasium.Env[Any, Any]:
-    """``gymnasium.make(env_id)``, with a render mode that the Monitor can record when ``video``."""
+    """``gymnasium.make(env_id)``, with a render mode that the Monitor can record when ``video``.
+
+    An id this installation cannot run (its engine's extra is missing) is refused with the catalogue's
+    one-line reason, before Gymnasium fails on the missing module.
+    """
     check_env_id(env_id)
+    from palaestra.catalogue import lookup
+
+    entry = lookup(env_id)
+    if entry is not None and entry.unavailable_reason:
+        raise TrainingError(f"Cannot make {env_id}: {entry.unavailable_reason}")
     if video and "render_mode" not in kwargs:
         mode = video_render_mode(env_id)
         if mode is not None:

@@ -4,6 +4,7 @@ and a missing extra named."""
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 import subprocess
 import sys
@@ -115,6 +116,18 @@ def test_a_feature_without_its_extra_says_which_extra_to_install(
     (line,) = _stderr_lines(result)
     assert f"pip install 'palaestra[{extra}]'" in line, line
     assert not (tmp_path / "curve.png").exists() and not (tmp_path / "hex").exists()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is not None, reason="jax is installed here")
+def test_an_env_whose_engine_is_missing_is_refused_with_what_to_install(tmp_path: Path) -> None:
+    result = palaestra("run", "phys2d/CartPole-v1", "--agent", "random", "--episodes", "1", "--monitor", "p", cwd=tmp_path)
+    assert result.returncode == exits.FAILURE
+    (line,) = _stderr_lines(result)
+    assert line == (
+        "palaestra run: error: Cannot make phys2d/CartPole-v1: phys2d/CartPole-v1 needs JAX, which is not "
+        "installed: pip install 'gymnasium[jax]'"
+    )
+    assert not (tmp_path / "p").exists()
 
 
 def test_importing_palaestra_needs_no_extra(tmp_path: Path) -> None:

@@ -6,11 +6,14 @@ One place for "can this installation make it, and if not, what to install", read
 ==========  ==========  ==================================================================
 extra       module      environments
 ==========  ==========  ==================================================================
+``board``   ``pyspiel`` palaestra's Go and Hex (OpenSpiel's rules engine)
 ``mujoco``  ``mujoco``  Gymnasium's MuJoCo envs (and their 2017 ids)
 ``box2d``   ``Box2D``   Gymnasium's Box2D envs (and their 2017 ids)
 ``atari``   ``ale_py``  ale-py's Atari envs
 (none)      ``jax``     Gymnasium's ``phys2d/`` and ``tabular/`` JAX envs (``gymnasium[jax]``)
 ==========  ==========  ==================================================================
+
+The extras themselves, and the modules each brings, are in :mod:`palaestra.extras`.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 from dataclasses import dataclass
+
+from palaestra.extras import EXTRA_MODULES, install_command
 
 __all__ = ["ENGINES", "Engine", "extra_for", "install_hint", "missing"]
 
@@ -34,15 +39,17 @@ class Engine:
 ENGINES = {
     engine.extra: engine
     for engine in (
-        Engine("mujoco", "mujoco", "MuJoCo"),
-        Engine("box2d", "Box2D", "Box2D"),
-        Engine("atari", "ale_py", "ale-py"),
+        Engine("board", EXTRA_MODULES["board"][0], "OpenSpiel"),
+        Engine("mujoco", EXTRA_MODULES["mujoco"][0], "MuJoCo"),
+        Engine("box2d", EXTRA_MODULES["box2d"][0], "Box2D"),
+        Engine("atari", EXTRA_MODULES["atari"][0], "ale-py"),
         Engine("jax", "jax", "JAX", install="pip install 'gymnasium[jax]'"),
     )
 }
 
 # entry-point module prefix -> engine
 _ENTRY_POINTS = (
+    ("palaestra.envs.board", "board"),
     ("gymnasium.envs.mujoco", "mujoco"),
     ("gymnasium.envs.box2d", "box2d"),
     ("ale_py", "atari"),
@@ -61,7 +68,7 @@ def extra_for(entry_point: str) -> str | None:
 
 def install_hint(extra: str) -> str:
     """``pip install 'palaestra[mujoco]'`` (or the engine's own command where palaestra has no extra)."""
-    return ENGINES[extra].install or f"pip install 'palaestra[{extra}]'"
+    return ENGINES[extra].install or install_command(extra)
 
 
 @functools.cache
