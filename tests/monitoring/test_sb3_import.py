@@ -169,7 +169,9 @@ def test_a_file_with_no_episodes_is_imported_with_a_warning(tmp_path, caplog):
 def test_cli_import_sb3(two_envs, tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["import", "sb3", *map(str, two_envs), "--out", str(out)]) == 0
-    assert f"Imported 5 episodes of CartPole-v1 from 2 file(s) into {out}" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert f"Imported 5 episodes of CartPole-v1 from 2 file(s) into {out}" in captured.out
+    assert (captured.out + captured.err).count("Imported 5 episodes") == 1  # the summary once, not also logged
     assert main(["import", "sb3", str(two_envs[0]), "--out", str(out), "--env-id", "Other-v0"]) == 1
     assert "conflicts with env_id CartPole-v1" in capsys.readouterr().err
 

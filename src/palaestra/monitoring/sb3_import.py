@@ -237,7 +237,7 @@ def import_sb3(
         if not monitor.lengths:
             logger.warning("%s has no completed episodes", monitor.path)
     episodes = sum(len(m.lengths) for m in monitors)
-    logger.info(
+    logger.debug(  # debug: `palaestra import sb3` prints the summary itself
         "Imported %d episodes of %s from %d SB3 monitor files into %s",
         episodes,
         chosen,
