@@ -26,8 +26,10 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -104,6 +106,17 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 #: A moment on the wire: ISO 8601 with the offset written out (``...+00:00``), as the server has always
 #: sent it (pydantic alone would write ``Z``, which ``datetime.fromisoformat`` before Python 3.11 refuses).
 Timestamp = Annotated[datetime, PlainSerializer(lambda moment: moment.isoformat(), when_used="json")]
+
+
+def check_writeup(url: str) -> str:
+    """A writeup is a web page: an ``http(s)://`` URL (2017: a Gist). Raises ``ValueError`` otherwise."""
+    parsed = urlsplit(url.strip())
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"writeup must be an http(s) URL, such as https://gist.github.com/you/1234, not {url!r}")
+    return url.strip()
+
+
+WriteupURL = Annotated[str, Field(max_length=MAX_TEXT_LENGTH), AfterValidator(check_writeup)]
 
 
 def evaluation_web_path(evaluation_id: str) -> str:
@@ -216,7 +229,7 @@ class AlgorithmCreate(Request):
 
     name: str = Field(min_length=1, max_length=MAX_ID_LENGTH)
     description: str | None = Field(default=None, max_length=MAX_TEXT_LENGTH)
-    writeup: str | None = Field(default=None, max_length=MAX_TEXT_LENGTH)
+    writeup: WriteupURL | None = None
 
 
 class AlgorithmObject(Response):
@@ -243,7 +256,7 @@ class EvaluationCreate(Request):
     env: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     algorithm: AlgorithmRef | None = None
     benchmark_run_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
-    writeup: str | None = Field(default=None, max_length=MAX_TEXT_LENGTH)
+    writeup: WriteupURL | None = None
     gym_version: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
 
 
@@ -656,5 +669,7 @@ __all__ = [
     "VideoArchiveManifest",
     "VideoMetadata",
     "VideoSummary",
+    "WriteupURL",
+    "check_writeup",
     "parse_episode_batch",
 ]
