@@ -5,7 +5,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from palaestra.results_report import ResultsSummary, learning_curve_figure
-from palaestra.scoring import score_from_merged
+from palaestra.solved_stats import score_from_merged
 
 
 def _summary(rewards: list[float]) -> ResultsSummary:

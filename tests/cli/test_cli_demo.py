@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from palaestra.cli import exits
 from tests.cli.cli_helpers import PALAESTRA, cli_env, free_port, palaestra
 
 STARTUP_S = 240
@@ -145,3 +146,13 @@ def test_demo_rejects_a_bad_episode_count(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "--episodes" in result.stderr
     assert not (tmp_path / ".palaestra-demo").exists()
+
+
+def test_a_demo_that_cannot_listen_exits_with_the_could_not_start_code(tmp_path: Path) -> None:
+    # 192.0.2.1 (TEST-NET-1) is no address of this machine: binding it fails at once, nothing is sent
+    result = palaestra("demo", "--host", "192.0.2.1", "--no-serve", "--data-dir", "d", cwd=tmp_path)
+    assert result.returncode == exits.COULD_NOT_START
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("palaestra demo: error: The scoreboard cannot listen on 192.0.2.1")
+    assert "--host" in line
+    assert not (tmp_path / "d" / "runs").exists()

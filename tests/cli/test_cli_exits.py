@@ -14,10 +14,10 @@ from pathlib import Path
 
 import gymnasium
 import pytest
-from cli_helpers import PALAESTRA, cli_env, palaestra
 
 import palaestra as pal
 from palaestra.cli import exits
+from tests.cli.cli_helpers import PALAESTRA, cli_env, palaestra
 
 BROKEN_AGENT = '''
 class Broken:

@@ -21,13 +21,12 @@ import logging
 import os
 import shlex
 import socket
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from palaestra.cli.run import positive_int
-from palaestra.errors import Error
+from palaestra.errors import Error, StartupError
 
 if TYPE_CHECKING:
     from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
@@ -93,7 +92,13 @@ def choose_port(host: str, port: int) -> int:
     if port and _can_bind(host, port):
         return port
     with socket.socket(_family(host), socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
+        try:
+            s.bind((host, 0))
+        except OSError as exc:
+            raise StartupError(
+                f"The scoreboard cannot listen on {host} ({exc.strerror or exc}): pass --host with an address of "
+                "this machine (the default, 127.0.0.1, serves this machine only)"
+            ) from None
         return int(s.getsockname()[1])
 
 

@@ -15,7 +15,7 @@ import httpx
 import uvicorn
 from fastapi import FastAPI
 
-from palaestra.errors import Error
+from palaestra.errors import StartupError
 from palaestra.scoreboard.server.app import KEEP_ALIVE_S, create_app
 from palaestra.scoreboard.server.config import ServerConfig
 
@@ -24,8 +24,9 @@ __all__ = ["STARTUP_TIMEOUT_S", "EmbeddedScoreboard", "ScoreboardStartError"]
 STARTUP_TIMEOUT_S = 60.0
 
 
-class ScoreboardStartError(Error):
-    """The embedded scoreboard could not start (the port is taken, the database cannot be opened...)."""
+class ScoreboardStartError(StartupError):
+    """The embedded scoreboard could not start (the port is taken, the database cannot be opened...);
+    the ``palaestra`` command exits with its "could not start" code."""
 
 
 class EmbeddedScoreboard:
