@@ -1,4 +1,4 @@
-"""``palaestra upload DIR [--algorithm ID] [--writeup URL] [--benchmark ID] [--server URL]``."""
+"""``palaestra upload DIR [--algorithm ID] [--writeup URL] [--benchmark ID] [--server URL] [--json]``."""
 
 from __future__ import annotations
 
@@ -30,6 +30,11 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--server", metavar="URL", help="scoreboard base URL, e.g. http://127.0.0.1:8000")
     parser.add_argument("--skip-videos", action="store_true", help="upload the episode statistics only")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"id", "object", "web_url"} of what was made as JSON, for scripts',
+    )
     parser.set_defaults(handler=_upload)
 
 
@@ -58,6 +63,9 @@ def _upload(args: argparse.Namespace) -> int:
             benchmark_id=args.benchmark,
             skip_videos=args.skip_videos,
         )
-    print(result.web_url)
-    print(result.id)
+    if args.json:
+        print(json.dumps({"id": result.id, "object": result.object, "web_url": result.web_url}))
+    else:
+        print(result.web_url)
+        print(result.id)
     return 0

@@ -82,16 +82,17 @@ def test_a_directory_without_episodes_or_videos_has_no_training_data(tmp_path):
     with pytest.raises(ResultsError) as info:
         upload(tmp_path)
     assert str(info.value).startswith(
-        f"[CartPole-v1] You didn't have any recorded training data in {tmp_path}."
+        f"[CartPole-v1] You didn't have any recorded training data in {tmp_path}: it has no completed episodes"
     )
 
 
-def test_skip_videos_of_a_directory_with_only_videos_leaves_nothing(tmp_path):
+def test_a_directory_with_videos_but_no_completed_episode_has_nothing_to_score(tmp_path):
+    """2017 uploaded its videos alone; the scoreboard scores episodes, so such an upload would be junk."""
     reset_only(tmp_path, "FrozenLake-v1")
     add_fake_videos(tmp_path, 2)
-    assert len(prepare_training_directory(tmp_path).videos) == 2
-    with pytest.raises(ResultsError, match="didn't have any recorded training data"):
-        prepare_training_directory(tmp_path, skip_videos=True)
+    for skip_videos in (False, True):
+        with pytest.raises(ResultsError, match="no completed episodes, so there is nothing to score"):
+            prepare_training_directory(tmp_path, skip_videos=skip_videos)
 
 
 def test_a_missing_video_file_is_an_error_naming_it_with_the_way_out(tmp_path):
@@ -138,7 +139,7 @@ def test_broken_and_empty_videos_are_skipped_with_a_warning(tmp_path, caplog):
 
 
 def test_more_than_100_videos_are_evenly_subsampled(tmp_path, caplog):
-    reset_only(tmp_path, "FrozenLake-v1")
+    record_cartpole(tmp_path, episodes=1, env_id="FrozenLake-v1")
     names = add_fake_videos(tmp_path, 250)
     with caplog.at_level(logging.WARNING, logger="palaestra"):
         prepared = prepare_training_directory(tmp_path)

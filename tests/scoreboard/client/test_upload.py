@@ -22,6 +22,7 @@ import palaestra
 from palaestra.benchmarks import TotalReward, benchmark_score_from_local, register_benchmark
 from palaestra.errors import (
     AuthenticationError,
+    ConfigurationError,
     MonitorError,
     ResultsError,
     RetriesExceededError,
@@ -453,3 +454,52 @@ def test_a_cleanrl_style_vector_training_loop_uploads_and_shows_on_the_evaluatio
     assert f"<dt>Training episodes</dt><dd>{len(results['episode_lengths'])}</dd>" in page.text
     assert f"<dt>Training timesteps</dt><dd>{sum(results['episode_lengths'])}</dd>" in page.text
     assert "cleanrl-style" in page.text
+
+
+@pytest.mark.filterwarnings("ignore:.*CartPole-v0 is out of date")
+def test_a_benchmark_upload_of_a_directory_of_another_env_is_refused_before_anything_is_made(
+    scoreboard_server, tmp_path
+):
+    root = tmp_path / "bench"
+    record_cartpole(root / "CartPole-v0-0", episodes=2, env_id="CartPole-v0")
+    record_cartpole(root / "Acrobot-v1-0", episodes=1, env_id="Acrobot-v1")
+    before = evaluation_ids(scoreboard_server)
+    with pytest.raises(ResultsError) as info:
+        palaestra.upload(
+            str(root), benchmark_id="ClassicControl2-v1", server=scoreboard_server.url, api_key=scoreboard_server.api_key
+        )
+    assert str(info.value) == (
+        f"{root} is not a run of benchmark ClassicControl2-v1: Acrobot-v1-0 recorded Acrobot-v1, which is not one "
+        "of its envs (CartPole-v0, Pendulum-v1). Upload it without --benchmark, or with the benchmark it belongs to."
+    )
+    assert evaluation_ids(scoreboard_server) == before
+
+
+def test_a_writeup_that_is_not_a_url_is_refused_before_anything_is_sent(scoreboard_server, tmp_path):
+    directory = record_cartpole(tmp_path / "run", episodes=2)
+    before = evaluation_ids(scoreboard_server)
+    with pytest.raises(ConfigurationError, match="writeup must be an http\\(s\\) URL.*not 'notaurl'"):
+        palaestra.upload(
+            str(directory), writeup="notaurl", server=scoreboard_server.url, api_key=scoreboard_server.api_key
+        )
+    assert evaluation_ids(scoreboard_server) == before
+
+
+def test_cli_upload_json_says_what_was_made(scoreboard_server, tmp_path):
+    directory = record_cartpole(tmp_path / "run", episodes=2)
+    env = {**environ_without_config(tmp_path), "PALAESTRA_SERVER": scoreboard_server.url, "PALAESTRA_API_KEY": scoreboard_server.api_key}
+    cmd = [sys.executable, "-m", "palaestra", "upload", str(directory)]
+    result = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    made = json.loads(result.stdout)
+    assert made == {
+        "id": made["id"],
+        "object": "evaluation",
+        "web_url": f"{scoreboard_server.url}/evaluations/{made['id']}",
+    }
+    assert made["id"] in evaluation_ids(scoreboard_server)
+    refused = subprocess.run([*cmd, "--writeup", "notaurl"], env=env, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert refused.stderr.strip().splitlines() == [
+        "palaestra upload: error: writeup must be an http(s) URL, such as https://gist.github.com/you/1234, not 'notaurl'"
+    ]

@@ -187,10 +187,12 @@ def prepare_training_directory(
                 protocol.MAX_VIDEOS,
             )
             videos = subsample_videos(videos)
-    if batch is None and not videos:
+    if batch is None:
+        # 2017 uploaded such a directory's videos alone; the scoreboard scores episodes, so it is refused
         raise ResultsError(
-            f"[{env_info['env_id']}] You didn't have any recorded training data in {directory}. Record with "
-            "palaestra.Monitor(env, directory) and run some episodes to completion before uploading."
+            f"[{env_info['env_id']}] You didn't have any recorded training data in {directory}: it has no "
+            "completed episodes, so there is nothing to score. Record with palaestra.Monitor(env, directory) "
+            "and run some episodes to completion before uploading."
         )
     return PreparedDirectory(directory, env_info, batch, videos, episodes)
 
@@ -208,13 +210,15 @@ def prepare_benchmark_run(
         load_env_info_from_manifests(monitor_files.detect_training_manifests(d), d)["env_id"]
         for d in directories
     ]
-    check_benchmark(benchmark_id, env_ids, os.fspath(training_dir))
+    check_benchmark(benchmark_id, env_ids, os.fspath(training_dir), [os.path.relpath(d, root) for d in directories])
     return [prepare_training_directory(d, skip_videos=skip_videos) for d in directories]
 
 
-def check_benchmark(benchmark_id: str, env_ids: list[str], training_dir: str) -> None:
-    """The benchmark must be registered; a different set of env ids than its tasks x trials is only a
-    warning, as in 2017."""
+def check_benchmark(
+    benchmark_id: str, env_ids: list[str], training_dir: str, directories: Sequence[str] = ()
+) -> None:
+    """The benchmark must be registered and every directory must be of one of its envs; fewer trials
+    than its tasks ask for is only a warning, as in 2017 (the missing ones score 0)."""
     try:
         spec = benchmark_spec(benchmark_id)
     except Error as e:
@@ -222,11 +226,19 @@ def check_benchmark(benchmark_id: str, env_ids: list[str], training_dir: str) ->
             f"Invalid benchmark id: {benchmark_id}. Are you using a benchmark registered in "
             f"palaestra.benchmarks? ({e})"
         ) from None
+    foreign = [(d, e) for d, e in zip(directories or env_ids, env_ids) if e not in spec.env_ids]
+    if foreign:
+        where, env_id = foreign[0]
+        raise ResultsError(
+            f"{training_dir} is not a run of benchmark {benchmark_id}: {where} recorded {env_id}, which is not "
+            f"one of its envs ({', '.join(sorted(spec.env_ids))}). Upload it without --benchmark, or with "
+            "the benchmark it belongs to."
+        )
     expected = sorted(t.env_id for t in spec.tasks for _ in range(t.trials))
     if sorted(env_ids) != expected:
         logger.warning(
             "Benchmark %s expects env ids %s (one directory per trial) but %s has %s. Uploading anyway; the "
-            "run may not be scored in full.",
+            "missing trials score 0.",
             benchmark_id,
             expected,
             training_dir,

@@ -23,7 +23,7 @@ from urllib.parse import quote, urljoin
 
 import httpx
 
-from palaestra.errors import APIError, InvalidRequestError
+from palaestra.errors import APIError, ConfigurationError, InvalidRequestError
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.config import (
     check_api_key,
@@ -276,6 +276,11 @@ class ScoreboardClient:
         skip_videos: bool = False,
     ) -> UploadResult:
         """Upload a training directory (see :func:`upload`); what was made, and its page."""
+        if writeup is not None:
+            try:
+                writeup = protocol.check_writeup(writeup)
+            except ValueError as e:  # before anything is uploaded
+                raise ConfigurationError(str(e)) from None
         if benchmark_id:
             return self.upload_benchmark(
                 training_dir, benchmark_id, algorithm_id, tags, ignore_open_monitors, skip_videos

@@ -153,3 +153,42 @@ def test_a_batch_damaged_in_the_store_before_its_evaluation_is_a_400_and_nothing
         assert "upload it again" in body["detail"]
         assert c.get("/v1/evaluations").json()["data"] == []
         assert c.get(f"/v1/files/{file_id}").json()["status"] == "uploaded"  # and still not used up
+
+
+def test_an_evaluation_without_completed_episodes_is_refused(scoreboard_server: ScoreboardServer) -> None:
+    """2017 made an evaluation of a video alone, or of an empty batch: nothing to score, junk on the board."""
+    with scoreboard_server.client() as c:
+        before = c.get("/v1/evaluations", params={"limit": 100}).json()["data"]
+        video = upload(c, "video", video_archive(1))
+        r = c.post("/v1/evaluations", json={"env": "CartPole-v1", "training_video": video})
+        assert "this one has none" in error_of(r, 400)["detail"]
+        empty = upload(c, "episode_batch", json.dumps(make_batch(0)).encode())
+        r = c.post("/v1/evaluations", json={"env": "CartPole-v1", "training_episode_batch": empty})
+        assert error_of(r, 400)["type"] == "training_episode_batch"
+        assert c.get("/v1/evaluations", params={"limit": 100}).json()["data"] == before
+
+
+def test_a_writeup_that_is_not_a_web_address_is_refused(scoreboard_server: ScoreboardServer) -> None:
+    with scoreboard_server.client() as c:
+        batch = upload(c, "episode_batch", json.dumps(make_batch(3)).encode())
+        body = {"env": "CartPole-v1", "training_episode_batch": batch, "writeup": "javascript:alert(1)"}
+        assert "writeup must be an http(s) URL" in error_of(c.post("/v1/evaluations", json=body), 400)["detail"]
+        body["writeup"] = "https://gist.github.com/u/2"
+        assert c.post("/v1/evaluations", json=body).status_code == 201
+
+
+def test_an_evaluation_of_an_env_outside_its_benchmark_runs_benchmark_is_refused(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    with scoreboard_server.client() as c:
+        run = c.post("/v1/benchmark_runs", json={"benchmark_id": "ClassicControl2-v1", "tags": "{}"})
+        assert run.status_code == 201, run.text
+        run_id = run.json()["id"]
+        batch = upload(c, "episode_batch", json.dumps(make_batch(3)).encode())
+        body = {"env": "Acrobot-v1", "training_episode_batch": batch, "benchmark_run_id": run_id}
+        error = error_of(c.post("/v1/evaluations", json=body), 400)
+        assert error["type"] == "env"
+        assert "is of ClassicControl2-v1, whose envs are CartPole-v0, Pendulum-v1" in error["detail"]
+        assert c.get(f"/v1/benchmark_runs/{run_id}").json()["evaluations"] == []
+        body["env"] = "CartPole-v0"
+        assert c.post("/v1/evaluations", json=body).status_code == 201

@@ -135,7 +135,15 @@ def _create_evaluation(
     if (stored := idempotency.stored_answer(state.db)) is not None:
         return stored  # before any work: a retried request finds its evaluation made
     refs = _check_references(state, principal, body)
+    _check_benchmark_env(body.env, refs)
     content = _read_content(state, refs)
+    if content.batch is None or not content.batch.episode_lengths:
+        raise Problem(
+            400,
+            f"An evaluation is scored on its episodes, and this one has none: upload the completed episodes "
+            f"of the {body.env} run (purpose 'episode_batch') and pass the file as {BATCH}.",
+            BATCH,
+        )
     scored = _score(body.env, body.gym_version, refs, content)
     new = _NewEvaluation(
         new_id("evaluation"), body, principal, refs, content, scored, base_url(state, request)
@@ -190,6 +198,20 @@ def _check_references(
             if refs.run.algorithm_seq is not None:
                 refs.run_algorithm = session.get(Algorithm, refs.run.algorithm_seq)
     return refs
+
+
+def _check_benchmark_env(env_id: str, refs: _References) -> None:
+    """An evaluation of a benchmark run must be of one of its benchmark's envs (else it is junk there)."""
+    if refs.run is None:
+        return
+    spec = benchmarking.benchmark_spec_or_none(refs.run.benchmark_id)
+    if spec is not None and env_id not in spec.env_ids:
+        raise Problem(
+            400,
+            f"Benchmark run {refs.run.id} is of {spec.id}, whose envs are {', '.join(sorted(spec.env_ids))}; "
+            f"an evaluation of {env_id} does not belong in it.",
+            "env",
+        )
 
 
 def _usable_file(
