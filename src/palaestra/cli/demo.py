@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from palaestra.cli.run import positive_int
+from palaestra.cli.server import cannot_listen
 from palaestra.errors import Error, StartupError
 
 if TYPE_CHECKING:
@@ -89,9 +90,9 @@ def register(subparsers: Any) -> None:
 
 def choose_port(host: str, port: int) -> int:
     """``port`` if it can be bound on ``host``, else a free port chosen by the system."""
-    if port and _can_bind(host, port):
+    if port and cannot_listen(host, port) is None:
         return port
-    with socket.socket(_family(host), socket.SOCK_STREAM) as s:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind((host, 0))
         except OSError as exc:
@@ -100,20 +101,6 @@ def choose_port(host: str, port: int) -> int:
                 "this machine (the default, 127.0.0.1, serves this machine only)"
             ) from None
         return int(s.getsockname()[1])
-
-
-def _family(host: str) -> socket.AddressFamily:
-    return socket.AF_INET6 if ":" in host else socket.AF_INET
-
-
-def _can_bind(host: str, port: int) -> bool:
-    with socket.socket(_family(host), socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def _new_run_directory(runs: Path) -> Path:

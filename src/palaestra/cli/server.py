@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import socket
+from collections.abc import Iterator
 from typing import Any
+
+from palaestra.errors import Error, StartupError
 
 
 def add_database_arguments(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
@@ -82,22 +87,72 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     log = logging.getLogger("palaestra")
     if args.action == "migrate":
-        migrate_database(config)
+        with startup_errors(config):
+            migrate_database(config)
         log.info("Database %s is at the newest schema.", _shown(config.database_url))
         return 0
     from palaestra.scoreboard.server.app import serve
 
     if args.no_migrate:
         config = config.with_overrides(migrate_on_start=False)
-    log.info(
-        "palaestra scoreboard on http://%s:%s (database %s, storage %s)",
-        config.host,
-        config.port,
-        _shown(config.database_url),
-        config.storage_url,
-    )
+    check_can_start(config)
+    log.info("palaestra scoreboard on http://%s:%s", _url_host(config.host), config.port)
     serve(config, workers=max(1, args.workers), log_level="warning" if args.quiet else "info")
     return 0
+
+
+def check_can_start(config: Any) -> None:
+    """Open what the server needs, once, before it listens, so that a server that cannot start says
+    why in one line (:class:`~palaestra.errors.StartupError`, exit code 3) instead of uvicorn's
+    traceback: the port, the data folder, the database (migrated unless ``--no-migrate``) and the store."""
+    from palaestra.scoreboard.server.state import build_state
+
+    why = cannot_listen(config.host, config.port)
+    if why:
+        raise StartupError(
+            f"The scoreboard cannot listen on {config.host}:{config.port} ({why}): stop what uses the port "
+            "or pass --port with a free one"
+        )
+    with startup_errors(config):
+        build_state(config).close()
+
+
+@contextlib.contextmanager
+def startup_errors(config: Any) -> Iterator[None]:
+    """Turn the failures of opening the data folder, the database or the store into one line each."""
+    import sqlalchemy as sa
+
+    try:
+        yield
+    except OSError as exc:
+        raise StartupError(
+            f"The scoreboard cannot use its data folder {config.data_dir} ({exc.strerror or exc}): pass "
+            "--data-dir (or PALAESTRA_DATA_DIR) with a folder this user can write"
+        ) from None
+    except sa.exc.DBAPIError as exc:
+        first = str(exc.orig or exc).strip().splitlines()[0]
+        raise StartupError(
+            f"The scoreboard cannot reach its database {_shown(config.database_url)} ({first}): check "
+            "--database-url (PALAESTRA_DATABASE_URL) and that the database server is running"
+        ) from None
+    except Error as exc:  # a database at another schema, an unreadable store, a bad URL
+        raise StartupError(str(exc)) from None
+
+
+def cannot_listen(host: str, port: int) -> str | None:
+    """Why nothing can listen on ``host:port`` now (the system's reason), or ``None`` when it can."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _shown(url: str) -> str:

@@ -1,0 +1,80 @@
+"""`palaestra server` that cannot start says why in one line and exits 3 (palaestra.cli.exits); one that
+can prints its banner once, after the checks."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+from palaestra.cli import exits
+from tests.cli.cli_helpers import PALAESTRA, cli_env, free_port, palaestra
+
+
+def _could_not_start(*args: str, cwd: Path) -> str:
+    result = palaestra("server", *args, cwd=cwd, timeout=120)
+    assert result.returncode == exits.COULD_NOT_START, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr  # no traceback, no banner before it
+    assert lines[0].startswith("palaestra server: error: ")
+    return lines[0]
+
+
+def test_a_port_in_use_is_one_line(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        line = _could_not_start("--data-dir", "board", "--port", str(port), cwd=tmp_path)
+    assert f"cannot listen on 127.0.0.1:{port} (Address already in use)" in line and "--port" in line
+
+
+def test_a_data_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    line = _could_not_start("--data-dir", "/proc/nope", "--port", str(free_port()), cwd=tmp_path)
+    assert "cannot use its data folder /proc/nope" in line and "--data-dir" in line
+
+
+def test_an_unreachable_database_is_one_line_without_its_password(tmp_path: Path) -> None:
+    # port 1 on loopback: nothing listens there, the connection is refused at once
+    url = "postgresql://someone:s3cret@127.0.0.1:1/scoreboard"
+    line = _could_not_start("--database-url", url, "--data-dir", "board", "--port", str(free_port()), cwd=tmp_path)
+    assert "postgresql+psycopg://someone:***@127.0.0.1:1/scoreboard" in line and "s3cret" not in line
+    assert "Connection refused" in line
+    line = _could_not_start("migrate", "--database-url", url, cwd=tmp_path)
+    assert "someone:***@127.0.0.1:1" in line
+
+
+def test_no_migrate_on_an_empty_database_is_one_line_with_the_fix(tmp_path: Path) -> None:
+    line = _could_not_start("--data-dir", "board", "--no-migrate", "--port", str(free_port()), cwd=tmp_path)
+    assert "is at schema revision (empty)" in line and "palaestra server migrate" in line
+
+
+def test_a_server_that_starts_prints_its_banner_once(tmp_path: Path) -> None:
+    port = free_port()
+    server = subprocess.Popen(
+        [PALAESTRA, "server", "--data-dir", "board", "--port", str(port)],
+        cwd=tmp_path,
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert server.poll() is None, "the server stopped"
+            time.sleep(0.1)
+        else:
+            raise AssertionError("the server did not answer")
+    finally:
+        server.send_signal(signal.SIGINT)
+        output, _ = server.communicate(timeout=30)
+    assert output.count(f"palaestra scoreboard on http://127.0.0.1:{port}") == 1, output
