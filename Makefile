@@ -2,7 +2,7 @@
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.palaestra-setup
-SETUP_INPUTS := pyproject.toml setup.py scripts/setup.sh scripts/system-packages.txt $(wildcard web/package.json web/package-lock.json scripts/build-web-assets.sh)
+SETUP_INPUTS := pyproject.toml setup.py scripts/setup.sh scripts/build-pachi.sh scripts/system-packages.txt $(wildcard web/package.json web/package-lock.json scripts/build-web-assets.sh)
 
 .PHONY: setup demo test lint typecheck unit bench docs clean
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# palaestra's set-up: system packages (when root), ./.venv with everything. The editable install builds
+# palaestra's set-up: system packages (when root), ./.venv with everything, Pachi. The editable install builds
 # the scoreboard's web assets from web/package.json with npm (setup.py), as packaging does.
 # Idempotent; `make demo` and `make test` run it when its inputs change.
 set -euo pipefail
@@ -36,4 +36,5 @@ install_python() {
 
 install_system_packages
 install_python
+bash scripts/build-pachi.sh "$VENV"
 echo "palaestra set-up: done ($VENV)"

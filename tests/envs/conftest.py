@@ -1,4 +1,4 @@
-"""Fixtures for the board-game tests: GNU Go, the fake GTP engine, scripted opponents."""
+"""Fixtures for the board-game tests: GNU Go, Pachi, the fake GTP engine, scripted opponents."""
 
 from __future__ import annotations
 
@@ -23,6 +23,15 @@ def gnugo() -> str:
         return find_binary("gnugo")
     except DependencyNotInstalled as exc:
         pytest.skip(f"GNU Go is not installed (the set-up installs the Debian package gnugo): {exc}")
+
+
+@pytest.fixture(scope="session")
+def pachi_binary() -> str:
+    """The Pachi binary that the set-up builds (scripts/build-pachi.sh); skipped, saying why, when missing."""
+    try:
+        return find_binary("pachi")
+    except DependencyNotInstalled as exc:
+        pytest.skip(f"Pachi is not built here (the set-up builds it where a C compiler exists): {exc}")
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ Every command line it reads is appended to LOGFILE (if given). Modes:
 * ``always-die``: exits at every ``genmove``.
 * ``slow``: never answers ``genmove``.
 * ``refuse``: answers ``play`` with ``? illegal move``.
+* ``chatty``: passes, and writes a kilobyte to stderr at every command.
+* ``score=TEXT``: passes, and answers ``final_score`` with TEXT (other modes answer ``0``).
 """
 
 import os
@@ -36,11 +38,18 @@ for line in sys.stdin:
     if not line:
         continue
     command = line.split()[0]
+    if mode == "chatty":
+        sys.stderr.write("x" * 1023 + "\n")
+        sys.stderr.flush()
     if command == "quit":
         answer()
         break
     if command == "list_commands":
-        answer("\n".join(["boardsize", "clear_board", "komi", "play", "genmove", "quit", "list_commands"]))
+        answer(
+            "\n".join(["boardsize", "clear_board", "komi", "play", "genmove", "final_score", "quit", "list_commands"])
+        )
+    elif command == "final_score":
+        answer(mode[len("score=") :] if mode.startswith("score=") else "0")
     elif command == "genmove":
         if mode == "garbage":
             sys.stdout.write("I am not a GTP engine\n\n")

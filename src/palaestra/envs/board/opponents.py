@@ -8,7 +8,7 @@ as in 2017). Strings:
 ``random``                uniform over the legal moves (pass included in Go; never resigns)
 ``mcts:SIMS``             OpenSpiel's C++ UCT search with random rollouts, SIMS simulations per move
 ``gnugo`` / ``gnugo:L``   GNU Go over GTP at level L (0-10, default 10), Chinese rules, same komi (Go)
-``pachi:ENGINE:TIME``     the 2017 form (``pachi:uct:_2400``): ``pachi -e ENGINE -t TIME`` (Go)
+``pachi:ENGINE:TIME``     Pachi: ``pachi -e ENGINE -t TIME`` (Go); ``pachi:uct:_2400`` is 2017's, 0.1 s a move
 ``gtp:COMMAND``           any GTP engine, e.g. ``gtp:katago gtp -model m.bin.gz -config c.cfg`` (Go)
 ========================  ============================================================================
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import logging
 import random as _random
+import re
 import shlex
 from collections.abc import Callable
 from typing import Any
@@ -239,18 +240,7 @@ class GTPOpponent(Opponent):
         game = self.game
         assert isinstance(game, GoGame), "bind() first"
         color = "b" if self.color == BLACK else "w"
-        for attempt in range(self.max_restarts + 1):
-            try:
-                if not self.engine.running or not self._game_ready:
-                    self._new_game(game)
-                self._replay(game, state)
-                reply = self.engine.send(f"genmove {color}", timeout=self.engine.move_timeout)
-                break
-            except EngineDied as exc:
-                self._game_ready = False
-                if attempt == self.max_restarts:
-                    raise EngineError(f"{exc} (restarted {self.max_restarts} times, giving up)") from exc
-                logger.warning("%s; restarting it and replaying the game", exc)
+        reply = self._send_in_game(state, f"genmove {color}", self.engine.move_timeout)
         self._synced += 1
         action = self.parse_vertex(game, reply)
         if action != RESIGN and not state.legal_actions_mask()[action]:
@@ -260,6 +250,39 @@ class GTPOpponent(Opponent):
                 f"board (occupied, ko or suicide); the engine's board and palaestra's disagree"
             )
         return action
+
+    def final_score(self, state: Any) -> float:
+        """The engine's count of the finished game ``state`` from black's side (black's area minus
+        white's, minus komi), with dead stones as the engine judges them (GTP ``final_score``)."""
+        reply = self._send_in_game(state, "final_score", self.engine.move_timeout)
+        match = _FINAL_SCORE.match(reply.strip().upper())
+        if match is None:
+            raise EngineError(
+                f"{self.name} answered final_score with {reply!r}, which is not a score like 'B+3.5', "
+                "'W+0.5' or '0'"
+            )
+        if match.group("winner") is None:
+            return 0.0
+        margin = float(match.group("margin"))
+        return margin if match.group("winner") == "B" else -margin
+
+    def _send_in_game(self, state: Any, command: str, timeout: float) -> str:
+        """Send ``command`` with the engine's board at ``state``: the game set up and every move not yet
+        sent played into it, the engine restarted (and the game replayed) if it died on the way."""
+        game = self.game
+        assert isinstance(game, GoGame), "bind() first"
+        for attempt in range(self.max_restarts + 1):
+            try:
+                if not self.engine.running or not self._game_ready:
+                    self._new_game(game)
+                self._replay(game, state)
+                return self.engine.send(command, timeout=timeout)
+            except EngineDied as exc:
+                self._game_ready = False
+                if attempt == self.max_restarts:
+                    raise EngineError(f"{exc} (restarted {self.max_restarts} times, giving up)") from exc
+                logger.warning("%s; restarting it and replaying the game", exc)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _new_game(self, game: GoGame) -> None:
         engine = self.engine
@@ -317,11 +340,42 @@ def gnugo(
     return GTPOpponent(command, name=f"gnugo:{level}", reproducible=True, move_timeout=move_timeout)
 
 
-def pachi(engine: str = "uct", time: str = "_2400", move_timeout: float = 600.0) -> GTPOpponent:
-    """Pachi as in 2017 (``pachi:uct:_2400``: engine ``uct``, 2400 s for the whole game)."""
-    return GTPOpponent(
-        ["pachi", "-e", engine, "-t", time], name=f"pachi:{engine}:{time}", move_timeout=move_timeout
-    )
+#: The 2017 opponent of Go9x9-v0 and Go19x19-v0, by its 2017 name (gym 0.9.4 accepted exactly this
+#: string). 2017's binding (pachi_py) handed Pachi a fresh clock whose start was 0 on every move, so
+#: Pachi stopped its search at the first check, after one 100 ms round, whatever the time string said:
+#: measured with pachi-py 0.0.21 under gym 0.9.4, 0.10 s a move on 9x9. palaestra gives the binary that
+#: budget, 0.1 s a move, with the binding's engine arguments (one thread, no pondering). See
+#: docs/board-games.md for the measurements.
+PACHI_2017 = "pachi:uct:_2400"
+PACHI_2017_SECONDS_PER_MOVE = "0.1"
+
+#: Pachi's least playouts a move (its GJ_MINGAMES): below it, this Pachi's search never stops.
+PACHI_MIN_PLAYOUTS = 500
+
+_FINAL_SCORE = re.compile(r"^(?:(?P<winner>[BW])\+(?P<margin>\d+(?:\.\d+)?)|0(?:\.0+)?)$")
+
+
+def pachi(
+    engine: str = "uct", time: str = "_2400", move_timeout: float | None = None, command_timeout: float = 30.0
+) -> GTPOpponent:
+    """Pachi over GTP: ``pachi -e ENGINE -t TIME threads=1,pondering=0`` (``TIME`` in Pachi's own terms:
+    ``=N`` playouts a move, ``N`` seconds a move, ``_N`` seconds a game), quiet on stderr (``-d 0``).
+
+    ``pachi("uct", "_2400")`` is :data:`PACHI_2017`, the 2017 opponent, which played 0.1 s a move.
+    """
+    name = f"pachi:{engine}:{time}"
+    playouts = time.lstrip("_")
+    if playouts.startswith("=") and not (playouts[1:].isdigit() and int(playouts[1:]) >= PACHI_MIN_PLAYOUTS):
+        raise Error(
+            f"Unrecognized opponent policy {name!r}: Pachi needs at least {PACHI_MIN_PLAYOUTS} playouts a move "
+            f"(fewer make it hang), e.g. 'pachi:{engine}:={PACHI_MIN_PLAYOUTS}', or a time such as "
+            f"'pachi:{engine}:0.1' (0.1 s a move)"
+        )
+    budget = PACHI_2017_SECONDS_PER_MOVE if name == PACHI_2017 else time
+    if move_timeout is None:  # a hung engine is noticed in a minute, a long time setting still fits
+        move_timeout = 60.0 if name == PACHI_2017 else 600.0
+    command = ["pachi", "-d", "0", "-e", engine, "-t", budget, "threads=1,pondering=0"]
+    return GTPOpponent(command, name=name, move_timeout=move_timeout, command_timeout=command_timeout)
 
 
 OPPONENT_FORMS = (
