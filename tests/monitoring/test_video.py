@@ -493,6 +493,31 @@ def test_render_exception_is_contained(tmp_path: Path) -> None:
     assert metas(tmp_path)[0]["broken"] is True and env.get_episode_lengths() == [4]
 
 
+def test_after_a_render_failure_the_monitor_renders_no_more_in_that_run(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class FailsOnce(PictureEnv):
+        renders = 0
+
+        def render(self) -> Any:
+            FailsOnce.renders += 1
+            if FailsOnce.renders == 3:
+                raise RuntimeError("no OpenGL context")
+            return super().render()
+
+    env = Monitor(FailsOnce(length=4), tmp_path, video_callable=every_episode)
+    with caplog.at_level(logging.INFO, logger="palaestra"):
+        play(env, episodes=4)
+    env.close()
+    assert FailsOnce.renders == 3  # episodes 1-3 (all on the schedule) never rendered
+    assert env.get_episode_lengths() == [4, 4, 4, 4] and env.videos == []
+    [warning] = [r for r in caplog.records if r.levelno == logging.WARNING and "is broken" in r.getMessage()]
+    assert "env.render() raised RuntimeError: no OpenGL context" in warning.getMessage()
+    assert not warning.exc_info  # no traceback: the message names the exception
+    assert sum("no more videos" in r.getMessage() for r in caplog.records) == 1
+    assert len(metas(tmp_path)) == 1
+
+
 # -- the recorder's contract -----------------------------------------------------------------------------
 def test_recorder_contract(tmp_path: Path) -> None:
     env = PictureEnv(length=2)

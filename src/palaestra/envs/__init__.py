@@ -31,6 +31,8 @@ from typing import Any
 
 from gymnasium.envs.registration import register, registry
 
+from palaestra.envs.headless import choose_mujoco_backend
+
 GO_ENTRY_POINT = "palaestra.envs.board.go:GoEnv"
 #: The 2017 Go opponent's name (the same string as palaestra.envs.board.opponents.PACHI_2017, which
 #: this module does not import: registering must not load the board-game code).
@@ -114,6 +116,7 @@ def _register_two_player_games() -> None:
 
 
 _register_two_player_games()
+choose_mujoco_backend()
 
 # The rest of the 2017 registry (algorithmic, toy text, safety, debugging, and the ids today's
 # Gymnasium code makes); after the board games, which it skips as already registered.

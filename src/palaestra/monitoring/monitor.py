@@ -22,6 +22,7 @@ import gymnasium
 from gymnasium.core import ActType, ObsType
 
 from palaestra._version import __version__
+from palaestra.envs.headless import announce_mujoco_backend
 from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import files
 from palaestra.monitoring.schedules import VideoSchedule, capped_cubic_video_schedule, disable_videos
@@ -378,7 +379,10 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     def _choose_video_mode(self) -> str | None:
         if self.video_callable is disable_videos:
             return None
-        return video_mode_for(getattr(self.env, "render_mode", None), self.env_id)
+        mode = video_mode_for(getattr(self.env, "render_mode", None), self.env_id)
+        if mode is not None and mode != "ansi":
+            announce_mujoco_backend(self.env)
+        return mode
 
     def _start_video_recorder(self) -> None:
         if self._video_mode is None or not self.video_callable(self.episode_id):
@@ -400,6 +404,15 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         if recorder.functional:
             self.videos.append((recorder.path, recorder.metadata_path))
             self._write_manifest()
+        elif recorder.render_failed and self._video_mode is not None:
+            # Rendering again may do worse than fail: MuJoCo without a display aborts the process at the
+            # second attempt. The recorder has logged the failure; this run records no more videos.
+            self._video_mode = None
+            logger.info(
+                "Monitor: no more videos of %s in this run, since its env.render() failed; the episodes "
+                "are still recorded.",
+                self.env_id,
+            )
 
     def _write_manifest(self) -> None:
         document = files.manifest_document(os.path.basename(self.stats_recorder.path), self.videos, self.env_info)

@@ -397,6 +397,15 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         if recorder.functional:
             self._videos[k].append((recorder.path, recorder.metadata_path))
             self._write_manifest(k)
+        elif recorder.render_failed and self.video_envs:
+            # As the Monitor does: rendering again may do worse than fail (MuJoCo without a display
+            # aborts the process at the second attempt); the recorder has logged the failure.
+            self.video_envs = ()
+            logger.info(
+                "Monitor: no more videos of %s in this run, since its render() failed; the episodes are "
+                "still recorded.",
+                self.env_id,
+            )
 
     def _write_manifest(self, k: int) -> None:
         journal = (self._journal_path, k) if self.stats_recorder.journaling else None

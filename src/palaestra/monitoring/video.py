@@ -41,7 +41,8 @@ Every video has a ``.meta.json`` beside it (spec §3.3), written when the record
 rewritten at ``close()``. Nothing the recorder meets (an invalid frame, a missing or dying ffmpeg,
 a full disk) reaches the environment loop: the recorder logs one line, marks the video broken
 (``"broken": true`` in the metadata), deletes the partial file and kills its ffmpeg; the Monitor
-still records the episode's statistics. At interpreter exit, open recorders are closed (their
+still records the episode's statistics, and after a failing ``env.render()`` it records no more
+videos in that run (MuJoCo without a display aborts the process at a second attempt). At interpreter exit, open recorders are closed (their
 videos finished) before the Monitors are, and a forked child process drops its copies of the
 parent's ffmpeg pipes, so ffmpeg always sees the end of its input.
 """
@@ -627,7 +628,8 @@ class VideoRecorder:
         timeout: seconds ffmpeg may stall on a frame, or take to finish the file, before it is killed.
 
     ``capture_frame()`` and ``close()`` never raise: any failure marks the video broken (``broken``,
-    ``functional`` false, ``"broken": true`` in the metadata) and logs one line.
+    ``functional`` false, ``"broken": true`` in the metadata) and logs one line; a failing
+    ``env.render()`` also sets ``render_failed``, on which the Monitor records no more videos.
     """
 
     def __init__(
@@ -649,6 +651,8 @@ class VideoRecorder:
         self.env = env
         self.enabled = enabled
         self.broken = False
+        #: Whether ``env.render()`` raised or returned nothing (the owner may stop rendering altogether).
+        self.render_failed = False
         self.empty = True
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.render_mode: str | None = getattr(env, "render_mode", None)
@@ -704,10 +708,13 @@ class VideoRecorder:
         try:
             frame = self.env.render()
         except Exception as exc:
-            self._break(f"env.render() raised {type(exc).__name__}: {exc}", exc_info=True)
+            self.render_failed = True
+            logger.debug("env.render() failed for %s", self.path, exc_info=True)
+            self._break(f"env.render() raised {type(exc).__name__}: {exc}")
             return
         if frame is None:
             if not self._async:
+                self.render_failed = True
                 self._break("env.render() returned None instead of a frame")
             return
         try:
