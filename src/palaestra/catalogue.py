@@ -173,8 +173,9 @@ _VERSION_RE = re.compile(r"^(?:(?P<ns>[\w:-]+)/)?(?P<name>[\w:.-]+?)(?:-v(?P<ver
 
 
 def register_ale_py() -> bool:
-    """Register ale-py's Atari ids (``Pong-v0``, ``PongNoFrameskip-v4``, ``ALE/Pong-v5``) when ale-py is
-    installed (Gymnasium 1.x no longer loads plugins by itself); returns whether it is."""
+    """Register ale-py's own Atari ids (``ALE/Pong-v5``, ``Adventure-v0``, ...) when ale-py is installed
+    (Gymnasium 1.x no longer loads plugins by itself); returns whether it is. The 2017 ids it also
+    registers keep palaestra's definitions (:mod:`palaestra.envs.legacy.atari`)."""
     if importlib.util.find_spec("ale_py") is None:
         return False
     import ale_py
@@ -205,6 +206,8 @@ def _summary(env_id: str, group: str) -> str:
         return _SUMMARIES[name]
     if group == "atari":
         game = name.replace("NoFrameskip", "").replace("Deterministic", "")
+        if game.endswith("-ram"):
+            return f"Maximize score in the game {game[: -len('-ram')]}, with RAM as input."
         return f"Maximize score in the game {game}, with screen images as input."
     return ""
 

@@ -29,6 +29,13 @@ MUJOCO_IDS = [
 BOX2D_IDS = ["LunarLander-v3", "LunarLanderContinuous-v3", "BipedalWalker-v3", "BipedalWalkerHardcore-v3", "CarRacing-v3"]
 
 
+@pytest.fixture(autouse=True)
+def _in_a_temporary_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # MuJoCo writes its warnings (mujoco 4: HalfCheetah's deprecated 'settotalmass') to MUJOCO_LOG.TXT in
+    # the working directory, the benchmark's worker processes' too.
+    monkeypatch.chdir(tmp_path)
+
+
 def headless_env(**extra: str) -> dict[str, str]:
     """The environment of a machine with no display (and, unless given, no MUJOCO_GL of the user's)."""
     return {"DISPLAY": "", "WAYLAND_DISPLAY": "", "MUJOCO_GL": "", **extra}

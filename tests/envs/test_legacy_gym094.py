@@ -29,8 +29,9 @@ EPISODE_IDS = (
     "MountainCarContinuous-v0", "Acrobot-v1", "Hex9x9-v0",
 )  # fmt: skip
 
-#: palaestra registers Go with GNU Go until Pachi comes (issue 14, part B); compared once it plays Pachi
+#: Go's 2017 arguments, and palaestra's for the 2017 rules they implied (komi 0, Pachi's count)
 GO_IDS = ("Go9x9-v0", "Go19x19-v0")
+GO_2017_RULES = {"komi": 0.0, "scoring": "engine"}
 
 
 @pytest.fixture(scope="module")
@@ -68,12 +69,12 @@ def test_every_registered_2017_id_carries_the_2017_facts_and_arguments(gym094) -
             assert (spec.reward_threshold, old["reward_threshold"]) == (-100.0, None)
         else:
             assert spec.reward_threshold == old["reward_threshold"], env_id
-        if env_id in GO_IDS and not str(spec.kwargs.get("opponent", "")).startswith("pachi"):
-            continue  # Go plays GNU Go until Pachi is installed by the set-up (issue 14, part B)
         assert spec.nondeterministic == old["nondeterministic"], env_id
         row = legacy.row(env_id)
         assert row is not None
-        if row.entry_point is not None and row.successor is None:  # palaestra's own: 2017's arguments
+        if env_id in GO_IDS:  # 2017's arguments (Pachi, as in 2017: docs/board-games.md) and the rules
+            assert spec.kwargs == {**old["kwargs"], **GO_2017_RULES}, env_id
+        elif row.entry_point is not None and row.successor is None:  # palaestra's own: 2017's arguments
             assert spec.kwargs == old["kwargs"], env_id
         else:  # today's code: 2017's arguments among those that select the 2017 variant
             assert old["kwargs"].items() <= spec.kwargs.items(), env_id

@@ -20,8 +20,10 @@ def _engine_installed(row: legacy.Env2017) -> bool:
     return row.requires is None or engines.missing(row.requires) is None
 
 
-# (the board games have tests of their own, with their engines)
-@pytest.mark.parametrize("row", [r for r in legacy.rows() if r.group != "board_game"], ids=lambda r: r.id)
+# (the board games and the 720 Atari ids have tests of their own: test_pachi.py, test_atari_2017.py)
+@pytest.mark.parametrize(
+    "row", [r for r in legacy.rows() if r.group not in ("board_game", "atari")], ids=lambda r: r.id
+)
 def test_every_2017_id_makes_with_its_2017_limits_or_says_why_not(
     row: legacy.Env2017, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

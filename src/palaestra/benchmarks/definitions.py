@@ -12,8 +12,9 @@ ceilings and budgets (``equivalent_of`` names the original):
 
 * ``ClassicControl-v1``, ``ClassicControl2-v1``: Pendulum-v0 -> Pendulum-v1.
 * ``Mujoco1M-v1``, ``Mujoco10M-v1``: the MuJoCo ``-v1`` ids -> ``-v5`` (needs ``gymnasium[mujoco]``).
-* The Atari benchmarks need no new definition: ale-py registers the very ids they use
-  (``BreakoutNoFrameskip-v4``, ...), so ``Atari40M`` etc. run as they are (needs ``ale-py``).
+* The Atari benchmarks need no new definition: palaestra registers the very ids they use, with their
+  2017 semantics (``BreakoutNoFrameskip-v4``, ...: :mod:`palaestra.envs.legacy.atari`), so
+  ``Atari40M`` etc. run as they are (needs ``ale-py``, the ``atari`` extra).
 * Minecraft has no equivalent (its Malmo-based envs were never part of gym).
 
 palaestra adds ``BoardGames-v0`` (Go9x9-v0 and Hex9x9-v0; rewards are +1 win, 0 draw, -1 loss, so

@@ -9,7 +9,7 @@ extra       module      environments
 ``board``   ``pyspiel`` palaestra's Go and Hex (OpenSpiel's rules engine)
 ``mujoco``  ``mujoco``  Gymnasium's MuJoCo envs (and their 2017 ids)
 ``box2d``   ``Box2D``   Gymnasium's Box2D envs (and their 2017 ids)
-``atari``   ``ale_py``  ale-py's Atari envs
+``atari``   ``ale_py``  ale-py's Atari envs (and the 2017 ids, palaestra.envs.legacy.atari)
 (none)      ``jax``     Gymnasium's ``phys2d/`` and ``tabular/`` JAX envs (``gymnasium[jax]``)
 ==========  ==========  ==================================================================
 
@@ -53,6 +53,7 @@ _ENTRY_POINTS = (
     ("gymnasium.envs.mujoco", "mujoco"),
     ("gymnasium.envs.box2d", "box2d"),
     ("ale_py", "atari"),
+    ("palaestra.envs.legacy.atari", "atari"),
     ("gymnasium.envs.phys2d", "jax"),
     ("gymnasium.envs.tabular", "jax"),
 )

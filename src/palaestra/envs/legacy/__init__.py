@@ -10,7 +10,8 @@ After ``import palaestra`` every id of the table makes with ``gymnasium.make`` w
 limit, threshold and arguments -- palaestra's re-implementations (algorithmic, toy text, debugging,
 safety), or today's Gymnasium code for ids it kept under a newer version -- or raises one error that
 says why it cannot (an engine to install, or no code left: ``Thrower-v0``, ``Striker-v0``, the
-``parameter_tuning`` ids). The 720 Atari ids are added by :mod:`palaestra.envs.legacy.atari`.
+``parameter_tuning`` ids). The 720 Atari ids are rows of their own, registered by
+:mod:`palaestra.envs.legacy.atari` (which keeps them over ale-py's registrations of the same ids).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from gymnasium.envs.registration import register, registry
 
+from palaestra.envs.legacy import atari
 from palaestra.envs.legacy.table import GROUPS_2017, ROWS, Env2017
 
 __all__ = ["GROUPS_2017", "SUCCESSORS_MODULE", "Env2017", "register_rows", "registration", "row", "rows"]
@@ -30,8 +32,8 @@ SUCCESSORS_MODULE = "palaestra.envs.legacy.successors"
 
 
 def rows() -> tuple[Env2017, ...]:
-    """Every row of the 2017 registry that palaestra knows."""
-    return ROWS
+    """Every row of the 2017 registry that palaestra knows (the Atari ids last)."""
+    return ROWS + atari.ROWS
 
 
 @functools.cache
@@ -71,3 +73,4 @@ def register_rows(entries: Iterable[Env2017]) -> None:
 
 
 register_rows(ROWS)
+atari.register_atari_envs()
