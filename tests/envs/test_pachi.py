@@ -4,6 +4,7 @@ deciding the winner, and the process checks (lazy start, close, exit, a killed e
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -179,6 +180,43 @@ def test_without_pachi_the_2017_ids_say_how_to_get_it_and_what_to_play_instead(
     assert "\n" not in message
     assert "'pachi' was not found" in message and "scripts/build-pachi.sh" in message
     assert "opponent='gnugo'" in message
+
+
+# -- the set-up's build ---------------------------------------------------------------------------------
+
+
+def _path_with_only(tmp_path: Path, *tools: str) -> str:
+    """A PATH holding only ``tools`` (links to the real ones)."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for tool in tools:
+        (folder / tool).symlink_to(shutil.which(tool) or f"/usr/bin/{tool}")
+    return str(folder)
+
+
+def test_the_build_says_in_one_line_what_is_missing_without_a_c_compiler(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    done = subprocess.run(
+        [shutil.which("bash") or "/bin/bash", str(REPO / "scripts" / "build-pachi.sh"), str(venv)],
+        capture_output=True, text=True, timeout=60, env={"PATH": _path_with_only(tmp_path, "dirname")},
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout == ""
+    [line] = done.stderr.strip().splitlines()
+    assert "no 'cc' here, so Pachi" in line and "opponent='gnugo'" in line and "build-essential" in line
+    assert not (venv / "bin" / "pachi").exists()
+
+
+def test_the_build_does_nothing_when_pachi_is_there(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "pachi").write_text("#!/bin/sh\n")
+    (venv / "bin" / "pachi").chmod(0o755)
+    done = subprocess.run(
+        [shutil.which("bash") or "/bin/bash", str(REPO / "scripts" / "build-pachi.sh"), str(venv)],
+        capture_output=True, text=True, timeout=60, env={"PATH": _path_with_only(tmp_path, "dirname")},
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
 # -- the process checks, on the real binary ------------------------------------------------------------
