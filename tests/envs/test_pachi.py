@@ -149,6 +149,35 @@ def test_the_engines_count_decides_even_against_the_board(fake_engine) -> None:
     draw.close()
 
 
+def test_the_vector_env_lets_each_boards_engine_count_its_game(fake_engine) -> None:
+    from palaestra.envs.board.vector import GoVectorEnv
+
+    command = " ".join(fake_engine("score=W+0.5"))
+    envs = GoVectorEnv(num_envs=2, opponent=f"gtp:{command}", komi=0.0, scoring="engine")
+    envs.reset(seed=0)
+    envs.step(np.array([envs.game.string_to_action("E5")] * 2))
+    _, reward, terminated, _, info = envs.step(np.array([envs.game.pass_action] * 2))
+    assert terminated.all() and reward.tolist() == [-1.0, -1.0]
+    assert info["winner"].tolist() == ["white", "white"] and info["score"].tolist() == [-0.5, -0.5]
+    envs.close()
+
+
+def test_make_vec_of_go9x9_v0_plays_pachi_on_every_board(pachi_binary: str) -> None:
+    envs = gymnasium.make_vec("Go9x9-v0", num_envs=2, opponent=QUICK, board_size=7)
+    assert [o.name for o in envs.unwrapped.opponents] == [QUICK, QUICK] and envs.unwrapped.scoring == "engine"
+    rng = np.random.default_rng(0)
+    _, info = envs.reset(seed=0)
+    pids = set()
+    for _ in range(4):
+        legal = info["action_mask"][:, :49]
+        actions = (rng.random(legal.shape) * legal).argmax(1)
+        _, _, _, _, info = envs.step(actions)
+        pids |= {o.engine.pid for o in envs.unwrapped.opponents}
+    assert len(pids - {None}) == 2  # an engine process per board
+    envs.close()
+    assert all(o.engine.pid is None for o in envs.unwrapped.opponents)
+
+
 def test_a_final_score_that_is_not_a_score_is_a_clear_error(fake_engine) -> None:
     env = GoEnv(opponent=GTPOpponent(fake_engine("score=maybe black")), scoring="engine")
     env.reset(seed=0)

@@ -91,11 +91,22 @@ class GoEnv(BoardGameEnv):
 
     def _result(self, reply: int | None) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
         observation, reward, terminated, info = super()._result(reply)
-        if terminated and self._engine_counts and info.get("reason") in ("two passes", "move limit"):
-            assert isinstance(self.opponent, GTPOpponent)
-            score = self.opponent.final_score(self.state)
-            winner = BLACK if score > 0 else WHITE if score < 0 else None
-            self._end_info.update(winner=None if winner is None else COLOR_NAMES[winner], score=score)
-            info.update(self._end_info)
-            reward = 0.0 if winner is None else 1.0 if winner == self._player else -1.0
+        if terminated and self._engine_counts:
+            counted = count_by_engine(self.opponent, self.state, self._end_info, self._player)
+            if counted is not None:
+                reward = counted
+                info.update(self._end_info)
         return observation, reward, terminated, info
+
+
+def count_by_engine(opponent: Any, state: Any, ending: dict[str, Any], player: int) -> float | None:
+    """Have the GTP ``opponent`` count a game that ended on the board (two passes, the move limit):
+    ``ending``'s ``winner`` and ``score`` become the engine's, and the agent's reward is returned. A
+    game that ended otherwise (resignation, an illegal move, superko) keeps its result: None."""
+    if ending.get("reason") not in ("two passes", "move limit"):
+        return None
+    assert isinstance(opponent, GTPOpponent)
+    score = opponent.final_score(state)
+    winner = BLACK if score > 0 else WHITE if score < 0 else None
+    ending.update(winner=None if winner is None else COLOR_NAMES[winner], score=score)
+    return 0.0 if winner is None else 1.0 if winner == player else -1.0

@@ -49,8 +49,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from palaestra.envs.board.go import DEFAULT_KOMI
-from palaestra.envs.board.opponents import Opponent, Policy, RandomOpponent, make_opponent
+from palaestra.envs.board.go import DEFAULT_KOMI, SCORING_RULES, count_by_engine
+from palaestra.envs.board.opponents import GTPOpponent, Opponent, Policy, RandomOpponent, make_opponent
 from palaestra.envs.board.rules import COLOR_NAMES, RESIGN, BoardGame, GoGame, HexGame, parse_color
 from palaestra.errors import Error, IllegalMove
 
@@ -483,15 +483,28 @@ class GoVectorEnv(BoardGameVectorEnv):
         board_size: int = 9,
         komi: float = DEFAULT_KOMI,
         max_moves: int | None = None,
+        scoring: str = "tromp-taylor",
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     ) -> None:
         if observation_type != "image3c":
             raise Error(f"observation_type must be 'image3c' for Go, not {observation_type!r}")
+        if scoring not in SCORING_RULES:
+            raise Error(f"scoring must be 'tromp-taylor' or 'engine', not {scoring!r}")
         game = GoGame(board_size, komi, max_moves)
         super().__init__(num_envs, game, player_color, opponent, illegal_move_mode, render_mode, autoreset_mode)
         self.board_size = board_size
         self.komi = float(komi)
+        self.scoring = scoring
+        self._engine_counts = scoring == "engine" and isinstance(self.opponents[0], GTPOpponent)
+
+    def _end(self, b: int, reply: int | None, ended: list[int]) -> None:
+        super()._end(b, reply, ended)
+        if self._engine_counts:  # as GoEnv does (scoring='engine'): the board's engine counts its game
+            ending = self._end_info[b]
+            counted = count_by_engine(self.opponents[b], self._states[b], ending, self._player)
+            if counted is not None:
+                ending["reward"] = counted
 
 
 class HexVectorEnv(BoardGameVectorEnv):
