@@ -354,6 +354,26 @@ def test_sub_environment_0_gets_videos_on_the_capped_cubic_schedule_of_its_own_e
     assert all(frames == ["t=0", "t=1", *final] for _, frames in videos["0"])
 
 
+def test_after_a_render_failure_the_vector_monitor_renders_no_more_in_that_run(tmp_path, caplog):
+    from monitoring_helpers import CountingEnv
+
+    class NoOpenGL(CountingEnv):
+        renders = 0
+
+        def render(self):
+            NoOpenGL.renders += 1
+            raise RuntimeError("no OpenGL context")
+
+    caplog.set_level("INFO", logger="palaestra")
+    envs = palaestra.Monitor(SyncVectorEnv([lambda: NoOpenGL(2, render_mode="ansi")] * 2), tmp_path, video_envs=(0, 1))
+    envs.reset()
+    step_n(envs, 21)  # seven episodes per sub-environment (next-step autoreset), 0, 1 on the schedule
+    envs.close()
+    assert NoOpenGL.renders == 2  # the first frame of each sub-environment's first video, then none
+    assert envs.videos == [] and envs.get_episode_lengths() == [2] * 14
+    assert sum("no more videos" in r.getMessage() for r in caplog.records) == 1
+
+
 def test_chosen_sub_environments_of_an_async_vector_env_get_videos_from_its_render(tmp_path):
     envs = palaestra.Monitor(
         counting_envs([2, 3, 4], render_mode="ansi", cls=AsyncVectorEnv),
