@@ -12,12 +12,12 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
-from cli_helpers import palaestra
 
 import palaestra as pal
 from palaestra.benchmarks import Benchmark, benchmark_score_from_local, benchmark_spec
 from palaestra.benchmarks.runner import run_benchmark
 from palaestra.envs import headless
+from tests.cli.cli_helpers import palaestra
 
 pytest.importorskip("mujoco", reason="the mujoco extra is not installed")
 pytest.importorskip("Box2D", reason="the box2d extra is not installed")

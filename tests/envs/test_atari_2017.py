@@ -13,9 +13,9 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from legacy_gym import run_legacy_gym
 from palaestra import catalogue
 from palaestra.envs.legacy.atari import ATARI_IDS, ENTRY_POINT, GAMES
+from tests.legacy_gym import run_legacy_gym
 
 ale_py = pytest.importorskip("ale_py", reason="the atari extra (ale-py) is not installed")
 

@@ -20,7 +20,7 @@ from gymnasium.wrappers.vector import RecordEpisodeStatistics
 import palaestra
 from palaestra.errors import MonitorError, ResetNeeded, ResultsError
 from palaestra.monitoring import VectorMonitor, files, open_monitors
-from tests.monitoring.monitoring_helpers import register_counting_env
+from tests.monitoring.monitoring_helpers import CountingEnv, register_counting_env
 
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
 
@@ -355,8 +355,6 @@ def test_sub_environment_0_gets_videos_on_the_capped_cubic_schedule_of_its_own_e
 
 
 def test_after_a_render_failure_the_vector_monitor_renders_no_more_in_that_run(tmp_path, caplog):
-    from monitoring_helpers import CountingEnv
-
     class NoOpenGL(CountingEnv):
         renders = 0
 
