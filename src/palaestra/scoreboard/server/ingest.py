@@ -274,9 +274,9 @@ def unpack_archive(archive: Path | BinaryIO, workdir: WorkDir, limits: ArchiveLi
 
 def _read_json(member: Member, what: str) -> Any:
     try:
-        return json.loads(member.read())
-    except (ValueError, UnicodeDecodeError) as e:
-        raise IngestError(f"{what} {member.name!r} is not valid JSON: {e}", "file") from None
+        return protocol.parse_json(member.read(), f"{what} {member.name!r}")
+    except protocol.JSONInputError as e:
+        raise IngestError(str(e), "file") from None
 
 
 def check_ansi_recording(member: Member) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
@@ -27,7 +27,7 @@ from palaestra.scoreboard.server import benchmarking
 from palaestra.scoreboard.server.api.algorithms import find_algorithm, resolve_algorithm
 from palaestra.scoreboard.server.api.benchmark_runs import own_run
 from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
-from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State
+from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.files import load_files, own_file
 from palaestra.scoreboard.server.api.idempotency import REPLAYED_HEADER, Idempotency
 from palaestra.scoreboard.server.api.uploads import ingest_remote
@@ -118,14 +118,17 @@ def list_evaluations(request: Request, state: State, asked: ListQuery) -> Respon
 
 @router.post("", status_code=201, response_model=protocol.EvaluationObject)
 async def create_evaluation(
-    body: protocol.EvaluationCreate, request: Request, principal: CurrentUser, state: State
+    body: Annotated[protocol.EvaluationCreate, json_body(protocol.EvaluationCreate)],
+    request: Request,
+    principal: CurrentUser,
+    state: State,
 ) -> Response:
     """Create an evaluation from uploaded files; scored on ingest; atomic."""
     return await run_blocking(state, _create_evaluation, body, request, principal, state)
 
 
 def _create_evaluation(
-    body: protocol.EvaluationCreate, request: Request, principal: Principal, state: ServerState
+    body: Annotated[protocol.EvaluationCreate, json_body(protocol.EvaluationCreate)], request: Request, principal: Principal, state: ServerState
 ) -> Response:
     if not body.env:
         raise Problem(

@@ -8,7 +8,7 @@ import hashlib
 import hmac
 import time
 from datetime import timedelta
-from typing import cast
+from typing import Annotated, cast
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import NO_PARAM
 from palaestra.scoreboard.server.api.common import answer, base_url, not_found, page
-from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State
+from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.db import FileRecord, from_row, snapshot, utcnow
@@ -97,14 +97,17 @@ def own_file(
 
 @router.post("", status_code=201, response_model=protocol.FileObject)
 async def create_file(
-    body: protocol.FileCreate, request: Request, principal: CurrentUser, state: State
+    body: Annotated[protocol.FileCreate, json_body(protocol.FileCreate)],
+    request: Request,
+    principal: CurrentUser,
+    state: State,
 ) -> Response:
     """Create a file and a signed, expiring, single-use upload form (``post_url`` + ``post_fields``)."""
     return await run_blocking(state, _create_file, body, request, principal, state)
 
 
 def _create_file(
-    body: protocol.FileCreate, request: Request, principal: Principal, state: ServerState
+    body: Annotated[protocol.FileCreate, json_body(protocol.FileCreate)], request: Request, principal: Principal, state: ServerState
 ) -> Response:
     file_id = new_id("file")
     now = utcnow()

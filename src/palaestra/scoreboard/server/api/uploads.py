@@ -35,6 +35,7 @@ from palaestra.scoreboard.server.ingest import (
     validate_episode_batch,
     validate_video_archive,
 )
+from palaestra.scoreboard.server.limits import FORM_OVERHEAD_BYTES
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import StoredVideo
 from palaestra.scoreboard.server.state import ServerState
@@ -44,8 +45,6 @@ __all__ = ["RemoteFile", "ingest_remote", "router", "store_videos"]
 
 router = APIRouter(prefix="/uploads", tags=["files"])
 
-#: Room for the multipart framing and form fields around an upload's bytes.
-FORM_OVERHEAD_BYTES = 64 * 1024
 #: Uploads up to this size are ingested on the event loop when the service is all local.
 INLINE_MAX_BYTES = 1024 * 1024
 

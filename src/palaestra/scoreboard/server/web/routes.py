@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from palaestra import catalogue
-from palaestra.scoreboard.protocol import EpisodeBatchError
+from palaestra.scoreboard.protocol import EpisodeBatchError, parse_json
 from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.records import (
@@ -148,7 +148,7 @@ def _terminal_fallback(request: Request, video: StoredVideo) -> str | None:
 def _last_frame_text(store: BlobStore, key: str) -> str | None:
     """Cached per (store, key): a stored blob never changes."""
     try:
-        doc = json.loads(store.get_bytes(key))
+        doc = parse_json(store.get_bytes(key), "The recording")
         frames = doc.get("stdout") or []
         text = str(frames[-1][1])
     except Exception:  # a broken recording only loses its fallback text
