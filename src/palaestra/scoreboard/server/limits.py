@@ -8,7 +8,9 @@
 large, and otherwise counts the bytes as the app receives them, stopping with a 413 the moment the
 limit is passed (a chunked body, or one whose ``Content-Length`` lied), so a request never costs more
 memory than its limit. Authentication runs before a JSON body is read at all
-(:func:`palaestra.scoreboard.server.api.deps.json_body`).
+(:func:`palaestra.scoreboard.server.api.deps.json_body`). An answer sent before the body was read to
+its end (a 413, a 401, a 404) closes the connection, so the client stops sending: uvicorn would
+otherwise read and discard the rest on a kept-alive connection, however long it is.
 """
 
 from __future__ import annotations
@@ -55,29 +57,38 @@ class BodyLimitMiddleware:
             return
         path: str = scope["path"]
         limit = body_limit(self.config, path)
-        declared = _content_length(scope)
-        if declared is not None and declared > limit:
-            # Answered without reading the body; the server closes the connection afterwards.
+        declared = _header(scope, b"content-length")
+        length = int(declared) if declared is not None and declared.isdigit() else None
+        if length is not None and length > limit:
             problem = too_large(limit, path)
-            response = error_response(Request(scope), problem.status, problem.detail, problem.param)
+            response = error_response(
+                Request(scope), problem.status, problem.detail, problem.param, {"Connection": "close"}
+            )
             await response(scope, receive, send)
             return
         received = 0
+        body_read = length == 0 or (length is None and _header(scope, b"transfer-encoding") is None)
 
         async def counted() -> Message:
-            nonlocal received
+            nonlocal received, body_read
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
                     raise too_large(limit, path)  # answered by the app's Problem handler
+                body_read = not message.get("more_body", False)
             return message
 
-        await self.app(scope, counted, send)
+        async def closing(message: Message) -> None:
+            if message["type"] == "http.response.start" and not body_read:
+                message["headers"] = [*message.get("headers", []), (b"connection", b"close")]
+            await send(message)
+
+        await self.app(scope, counted, closing)
 
 
-def _content_length(scope: Scope) -> int | None:
-    for name, value in scope["headers"]:
-        if name == b"content-length":
-            return int(value) if value.isdigit() else None
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
     return None
