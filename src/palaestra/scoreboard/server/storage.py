@@ -9,6 +9,7 @@ variables (``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``); credentials from the 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -23,6 +24,21 @@ from palaestra.errors import ConfigurationError
 
 class BlobNotFound(LookupError):
     """No blob under that key."""
+
+
+class BlobDamaged(Exception):
+    """A blob whose bytes no longer match the sha256 recorded when it was stored."""
+
+    def __init__(self, key: str, expected: str, found: str) -> None:
+        super().__init__(
+            f"The stored blob {key} does not match the sha256 recorded when it was stored "
+            f"({expected[:16]}..., now {found[:16]}...): it was changed or damaged in the store."
+        )
+        self.key = key
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def check_key(key: str) -> str:
@@ -49,6 +65,14 @@ class BlobStore(ABC):
     @abstractmethod
     def get_bytes(self, key: str) -> bytes:
         """The blob's bytes; :class:`BlobNotFound` if there is none."""
+
+    def get_verified(self, key: str, sha256: str | None) -> bytes:
+        """The blob's bytes, checked against the ``sha256`` recorded when it was stored (``None``:
+        none was recorded); :class:`BlobDamaged` if they differ, :class:`BlobNotFound` if it is gone."""
+        data = self.get_bytes(key)
+        if sha256 is not None and (found := sha256_of(data)) != sha256:
+            raise BlobDamaged(key, sha256, found)
+        return data
 
     @abstractmethod
     def download(self, key: str, dest: str | os.PathLike[str]) -> None:

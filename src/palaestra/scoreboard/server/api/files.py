@@ -30,6 +30,9 @@ __all__ = ["file_object", "load_file", "load_files", "own_file", "router", "sign
 
 router = APIRouter(prefix="/files", tags=["files"])
 
+#: The key prefix of bytes uploaded straight to the store (S3 presigned POSTs).
+UPLOADED_PREFIX = "uploads/"
+
 _FILES = FileRecord.__table__
 _FILE_BY_ID = sa.select(_FILES).where(_FILES.c.id == sa.bindparam("file_id"))
 _FILES_BY_ID = sa.select(_FILES).where(_FILES.c.id.in_(sa.bindparam("file_ids", expanding=True)))
@@ -107,7 +110,7 @@ async def create_file(
 
 
 def _create_file(
-    body: Annotated[protocol.FileCreate, json_body(protocol.FileCreate)], request: Request, principal: Principal, state: ServerState
+    body: protocol.FileCreate, request: Request, principal: Principal, state: ServerState
 ) -> Response:
     file_id = new_id("file")
     now = utcnow()
@@ -119,7 +122,9 @@ def _create_file(
         "status": "pending",
         "max_bytes": state.config.max_upload_bytes(body.purpose),
         "expires": now + timedelta(seconds=state.config.upload_ttl_s),
-        "storage_key": None if isinstance(state.store, FileStore) else f"files/{file_id}",
+        # where a presigned POST puts the bytes: the client's to write until the form expires, so an
+        # evaluation never references it (api.uploads.ingest_remote stores a copy of its own)
+        "storage_key": None if isinstance(state.store, FileStore) else f"{UPLOADED_PREFIX}{file_id}",
         "created": now,
     }
     # Built before the write: on SQLite, writers queue for one lock, so the less happens while it is
