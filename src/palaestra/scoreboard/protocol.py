@@ -406,12 +406,16 @@ class GroupObject(Response):
 
 
 class HealthObject(Response):
-    """``GET /v1/health``: the service answers and reaches its database."""
+    """``GET /v1/health``: the service answers, and its database and blob store each wrote and read
+    back a probe (else the answer is a 503 error document naming the part that failed, with the same
+    ``checks``)."""
 
     object: Literal["health"] = "health"
     status: Literal["ok"] = "ok"
     #: the database's schema revision (the newest migration)
     schema_revision: str
+    #: each part probed (``database``, ``blob_store``): ``"ok"`` or what went wrong
+    checks: dict[str, str] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------------

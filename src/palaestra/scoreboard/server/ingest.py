@@ -19,6 +19,7 @@ them like any other error (:mod:`palaestra.scoreboard.server.problems`).
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
@@ -264,6 +265,8 @@ def unpack_archive(archive: Path | BinaryIO, workdir: WorkDir, limits: ArchiveLi
                             shutil.copyfileobj(src, f, 1024 * 1024)
                         out[member.name] = Member(member.name, member.size, path=path)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            raise  # the server's disk is full, not the archive broken: a 507 (server.problems)
         raise IngestError(
             f"The video upload is not a readable tar.gz archive ({e}); upload the archive that "
             "gym.upload / palaestra upload writes.",

@@ -15,10 +15,12 @@ import shutil
 import tempfile
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
+from palaestra.durable import write_atomically
 from palaestra.errors import ConfigurationError
 
 
@@ -142,18 +144,21 @@ class FileStore(BlobStore):
         return self._tmp / uuid.uuid4().hex
 
     def put_file(self, key: str, source: str | os.PathLike[str]) -> None:
-        target = self.path(key)
-        self._mkdir(target.parent)
-        tmp = self._tmp_file()
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, target)
+        def copy(f: BinaryIO) -> None:
+            with open(source, "rb") as src:
+                shutil.copyfileobj(src, f, 1024 * 1024)
+
+        self._put(key, copy)
 
     def put_bytes(self, key: str, data: bytes) -> None:
+        self._put(key, lambda f: f.write(data))
+
+    def _put(self, key: str, write: Callable[[BinaryIO], object]) -> None:
+        """Written to ``.tmp/``, fsynced, renamed into place: a failed write (a full disk) leaves no
+        temporary file, and a stored blob survives a power loss."""
         target = self.path(key)
         self._mkdir(target.parent)
-        tmp = self._tmp_file()
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        write_atomically(target, write, tmp=self._tmp_file())
 
     def get_bytes(self, key: str) -> bytes:
         try:
