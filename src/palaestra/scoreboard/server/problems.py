@@ -111,6 +111,8 @@ def install(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"There is no {request.method} {request.url.path} in this API (see /openapi.json)."
+            if request.url.path.startswith("/v1/v1/"):
+                detail += " The client's server URL ends in /v1: drop the trailing /v1 (it adds /v1 itself)."
         if exc.status_code == 405:
             detail = f"{request.method} is not allowed on {request.url.path} (see /openapi.json)."
         return error_response(request, exc.status_code, detail, headers=getattr(exc, "headers", None))
