@@ -1,7 +1,7 @@
 """The API's dependencies as ``Annotated`` aliases, so that a route's signature says what it needs:
 
 - :data:`State`: the app's :class:`~palaestra.scoreboard.server.state.ServerState`;
-- :data:`CurrentUser`: the caller, authenticated by API key (401 otherwise; 429 when rate limited);
+- :data:`CurrentUser`: the caller, authenticated by API key (401 otherwise; 429 after too many invalid keys);
 - :data:`ListQuery`: a list endpoint's ``limit``/``starting_after`` and filters, also sent the 2017
   way (the raw JSON object as the query string).
 """
