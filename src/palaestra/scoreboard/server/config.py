@@ -20,6 +20,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 #: How long a signed upload URL stays valid.
 DEFAULT_UPLOAD_TTL_S = 3600
+#: Seconds a stopping server lets requests in flight finish (``--graceful-timeout``).
+DEFAULT_GRACEFUL_TIMEOUT_S = 30.0
 #: Learning-curve buckets stored per evaluation.
 GRAPH_BUCKETS = 100
 
@@ -85,6 +87,8 @@ class ServerConfig:
     max_pending_files: int = DEFAULT_MAX_PENDING_FILES
     #: requests with an invalid API key one client address may send per 10 minutes (0: no limit)
     invalid_keys_per_window: int = DEFAULT_INVALID_KEYS_PER_WINDOW
+    #: on SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut off
+    graceful_timeout_s: float = DEFAULT_GRACEFUL_TIMEOUT_S
     #: apply Alembic migrations when the app starts
     migrate_on_start: bool = True
     #: run the busiest handlers on the event loop (``None``: when :attr:`database_is_local`)
