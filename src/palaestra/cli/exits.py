@@ -4,8 +4,8 @@
  0   success
  1   failure: one line on stderr names what went wrong and the fix (``--debug``: the traceback)
  2   usage error: a bad option or argument (the subcommand's usage, then one line)
- 3   could not start: a service that cannot listen on its port, open its data folder or reach
-     its database (one line; the same code as uvicorn's start-up failure)
+ 3   could not start: a service that cannot listen on its port, open its data folder, reach its
+     database or use its schema (one line; the same code as uvicorn's start-up failure)
 130  interrupted (Ctrl-C); what finished is kept
 141  stdout was closed early (``palaestra envs | head``): nothing more is written, no traceback
 143  terminated (SIGTERM: ``kill``, ``timeout``, Slurm, ``docker stop``); what finished is kept
