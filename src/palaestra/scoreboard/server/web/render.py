@@ -35,14 +35,20 @@ SECURITY_HEADERS = {
 }
 
 
+#: Groups thousands in every number on the pages, in tables and (static/common.js) in charts alike.
+THOUSANDS_SEPARATOR = "\u2009"  # a thin space: neither a decimal point nor a comma in any locale
+
+
 def fmt_number(value: Any, digits: int = 2) -> str:
-    """A number for a table: integers as they are, floats with ``digits`` decimals (trailing zeros kept)."""
+    """A number for a page: integers whole, floats with ``digits`` decimals (trailing zeros kept),
+    thousands grouped by :data:`THOUSANDS_SEPARATOR` (``static/common.js`` formats the charts' ticks
+    the same way)."""
     if value is None:
         return "—"
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int):
-        return f"{value:,}".replace(",", "\u2009")
+        return f"{value:,}".replace(",", THOUSANDS_SEPARATOR)
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -51,7 +57,7 @@ def fmt_number(value: Any, digits: int = 2) -> str:
         return str(x)
     if abs(x) >= 1e6:
         return f"{x:.4g}"
-    return f"{x:.{digits}f}"
+    return f"{x:,.{digits}f}".replace(",", THOUSANDS_SEPARATOR)
 
 
 def fmt_iso(value: datetime | None) -> str:

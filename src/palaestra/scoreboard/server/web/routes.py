@@ -26,7 +26,7 @@ from palaestra.scoreboard.server.records import (
 )
 from palaestra.scoreboard.server.storage import BlobStore
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
-from palaestra.scoreboard.server.web import curves, queries
+from palaestra.scoreboard.server.web import compare, curves, queries
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import blob_store, database
 from palaestra.scoreboard.server.web.views import Download, VideoView
@@ -219,6 +219,42 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         curves=_curves(request, ev),
         downloads=downloads,
         has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
+    )
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(
+    request: Request,
+    e: list[str] = Query([]),
+    x: str = Query("episode", max_length=20),
+    smooth: str = Query("ema", max_length=20),
+    ema: str = Query("", max_length=20),
+    window: str = Query("", max_length=20),
+) -> HTMLResponse:
+    """Several evaluations' learning curves overlaid; the query string holds the whole state."""
+    settings = compare.CompareSettings.from_query(x, smooth, ema, window)
+    ids, left_out = compare.requested_ids(e)
+    with database(request).read() as session:
+        rows = session.execute(evaluation_select().where(Evaluation.id.in_(ids))).all() if ids else []
+    found = {r.id: r for r in map(evaluation_record, rows)}
+    records = [found[i] for i in ids if i in found]
+    missing = [i for i in ids if i not in found]
+    if ids and not records:
+        listed = ", ".join(repr(i) for i in missing)
+        return not_found(request, f"No evaluation {listed}: nothing to compare.")
+    compared, data = compare.chart_data(records, [_curves(request, ev) for ev in records])
+    return render(
+        request,
+        "compare.html",
+        compared=compared,
+        chart=data,
+        settings=settings,
+        axes=compare.AXES,
+        smoothings=compare.SMOOTHINGS,
+        missing=missing,
+        left_out=left_out,
+        max_compared=compare.MAX_COMPARED,
+        share_url=settings.url([ev.id for ev in records]),
     )
 
 

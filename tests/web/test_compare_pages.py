@@ -1,0 +1,115 @@
+"""The compare page and the selection that leads to it, over HTTP (no browser): the data behind the
+chart, unknown ids, the settings in the query string."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from palaestra.scoreboard.server.web.compare import (
+    DEFAULT_EMA,
+    DEFAULT_WINDOW,
+    MAX_COMPARED,
+    CompareSettings,
+    requested_ids,
+)
+from tests.web.web_helpers import Uploads
+
+
+def _json_block(page: str, block_id: str) -> Any:
+    match = re.search(rf'<script type="application/json" id="{block_id}">(.*?)</script>', page, re.S)
+    assert match, f"no #{block_id} on the page"
+    return json.loads(html.unescape(match[1]))
+
+
+def test_compare_draws_each_evaluations_rewards_from_its_evaluation_curves(
+    web_server: Any, uploads: Uploads
+) -> None:
+    first, second = uploads.cartpole[0], uploads.cartpole[2]
+    with httpx.Client(base_url=web_server.url, timeout=30) as client:
+        page = client.get("/compare", params=[("e", first), ("e", second), ("e", first)])
+        assert page.status_code == 200
+        data = _json_block(page.text, "compare-data")
+        assert [s["id"] for s in data["series"]] == [first, second], "duplicates dropped, order kept"
+        assert data["threshold"] == 195.0  # CartPole-v0's
+        for line in data["series"]:
+            curves = _json_block(client.get(f"/evaluations/{line['id']}").text, "curves-data")
+            assert line["episode"] == [curves["episode"], curves["reward"]]
+            assert line["timestep"] == [curves["timestep"], curves["reward"]]
+            assert line["seconds"] == [curves["seconds"], curves["reward"]]
+        assert "balance · tester · " + first in {s["label"] for s in data["series"]}
+
+        # evaluations of different envs: no common threshold, and the page says why
+        mixed = client.get("/compare", params=[("e", first), ("e", uploads.frozenlake)]).text
+        assert _json_block(mixed, "compare-data")["threshold"] is None
+        assert "different environments, so no threshold is drawn" in mixed
+
+
+def test_unknown_ids_get_a_clear_message_not_an_error(web_server: Any, uploads: Uploads) -> None:
+    with httpx.Client(base_url=web_server.url, timeout=30) as client:
+        none_known = client.get("/compare", params=[("e", "eval_nope"), ("e", "<b>x</b>")])
+        assert none_known.status_code == 404
+        assert "No evaluation &#39;eval_nope&#39;, &#39;&lt;b&gt;x&lt;/b&gt;&#39;: nothing to compare." in (
+            none_known.text
+        )
+
+        some_known = client.get("/compare", params=[("e", "eval_nope"), ("e", uploads.cartpole[0])])
+        assert some_known.status_code == 200
+        assert re.search(r'id="missing">Not found, so left out: <code>eval_nope</code>', some_known.text)
+        assert [s["id"] for s in _json_block(some_known.text, "compare-data")["series"]] == [uploads.cartpole[0]]
+
+        nothing = client.get("/compare")
+        assert nothing.status_code == 200 and "Nothing selected" in nothing.text
+
+
+def test_the_query_string_holds_the_chart_settings(web_server: Any, uploads: Uploads) -> None:
+    ids = uploads.cartpole[:2]
+    with httpx.Client(base_url=web_server.url, timeout=30) as client:
+        page = client.get("/compare", params=[("e", ids[0]), ("e", ids[1]), ("x", "seconds"),
+                                              ("smooth", "window"), ("window", "25")]).text
+        assert re.search(r'value="seconds" checked', page)
+        assert re.search(r'<option value="window" selected>', page)
+        assert 'name="window" id="window-size" min="1" max="10000" step="1" value="25"' in page
+        share = f"/compare?e={ids[0]}&amp;e={ids[1]}&amp;x=seconds&amp;smooth=window&amp;window=25"
+        assert f'id="share-url" href="{share}"' in page
+
+        # a hand-edited address with nonsense still opens, with the defaults
+        odd = client.get("/compare", params=[("e", ids[0]), ("x", "bogus"), ("smooth", "ema"), ("ema", "7")])
+        assert odd.status_code == 200
+        assert re.search(r'value="episode" checked', odd.text) and f'value="{DEFAULT_EMA}"' in odd.text
+
+
+def test_leaderboards_user_and_algorithm_pages_select_evaluations_to_compare(
+    web_server: Any, uploads: Uploads
+) -> None:
+    with httpx.Client(base_url=web_server.url, timeout=30) as client:
+        board = client.get("/envs/CartPole-v0").text
+        user = client.get("/users/tester").text
+        algorithm_id = re.search(r'href="/algorithms/([^"]+)">balance</a>', board)[1]
+        algorithm = client.get(f"/algorithms/{algorithm_id}").text
+    for page, expected in ((board, uploads.cartpole), (user, uploads.cartpole), (algorithm, uploads.cartpole[:1])):
+        assert '<form class="compare-select" method="get" action="/compare">' in page
+        assert "Compare selected</button>" in page
+        boxes = re.findall(r'<input type="checkbox" class="compare" name="e" value="([^"]+)"', page)
+        assert set(expected) <= set(boxes)
+
+
+def test_settings_and_ids_are_read_leniently() -> None:
+    assert CompareSettings.from_query("timestep", "window", "", "50") == CompareSettings("timestep", "window",
+                                                                                         DEFAULT_EMA, 50)
+    assert CompareSettings.from_query("x", "y", "nan", "0") == CompareSettings()
+    assert CompareSettings.from_query("episode", "ema", "1", "-3").ema == DEFAULT_EMA  # 1 would never move
+    assert CompareSettings.from_query("episode", "none", "0.95", "99999").window == DEFAULT_WINDOW
+    ids, left_out = requested_ids([" a ", "", "b", "a", *[f"e{i}" for i in range(MAX_COMPARED)]])
+    assert ids[:2] == ["a", "b"] and len(ids) == MAX_COMPARED and left_out == 2
+
+
+@pytest.mark.parametrize("smoothing, extra", [("ema", "&ema=0.6"), ("window", "&window=10"), ("none", "")])
+def test_share_url_names_only_the_chosen_smoothings_parameter(smoothing: str, extra: str) -> None:
+    url = CompareSettings(smoothing=smoothing).url(["a", "b"])
+    assert url == f"/compare?e=a&e=b&x=episode&smooth={smoothing}{extra}"
