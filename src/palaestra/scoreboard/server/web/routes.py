@@ -383,12 +383,19 @@ def benchmarks_page(request: Request) -> HTMLResponse:
 
 @router.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse)
 def benchmark_page(
-    request: Request, benchmark_id: str, page: str = Query("1", max_length=12)
+    request: Request,
+    benchmark_id: str,
+    page: str = Query("1", max_length=12),
+    x: str = Query("", max_length=64),
+    y: str = Query("", max_length=64),
 ) -> HTMLResponse:
+    """The benchmark, its ranked runs, rliable's statistics per algorithm, and P(run x > run y)."""
     with database(request).read() as session:
         found = benchmark_pages.detail(session, benchmark_id, _page_number(page), request.url.path)
-    if found is None:
-        return not_found(request, f"No benchmark {benchmark_id!r}.")
+        if found is None:
+            return not_found(request, f"No benchmark {benchmark_id!r}.")
+        choices = benchmark_pages.run_choices(session, benchmark_id)
+        compared = benchmark_pages.improvement(session, benchmark_id, x, y) if x or y else None
     bench, runs, pager, task_ids, aggregates = found
     return render(
         request,
@@ -399,6 +406,11 @@ def benchmark_page(
         page=pager,
         task_ids=task_ids,
         aggregates=aggregates,
+        chart=benchmark_pages.chart_data(aggregates),
+        choices=choices,
+        chosen=(x or (choices[0].id if choices else ""), y or (choices[1].id if len(choices) > 1 else "")),
+        improvement=compared if not isinstance(compared, str) else None,
+        improvement_problem=compared if isinstance(compared, str) else None,
     )
 
 
