@@ -25,8 +25,8 @@ from palaestra.scoreboard.server.records import (
     evaluation_select,
 )
 from palaestra.scoreboard.server.storage import BlobStore
+from palaestra.scoreboard.server.web import aggregate, compare, curves, queries
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
-from palaestra.scoreboard.server.web import compare, curves, queries
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import blob_store, database
 from palaestra.scoreboard.server.web.views import Download, VideoView
@@ -35,6 +35,8 @@ logger = logging.getLogger("palaestra.scoreboard.web")
 
 router = APIRouter(include_in_schema=False)
 _curve_cache = curves.CurveCache()
+#: An algorithm's aggregate curves, by algorithm, env, metric, axis and the evaluations they pool.
+_aggregate_cache = curves.CurveCache()
 #: Terminal recordings larger than this get no text fallback on the page (the player still works).
 MAX_FALLBACK_RECORDING_BYTES = 2 * 1024 * 1024
 _ANSI_ESCAPE_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
@@ -104,14 +106,45 @@ def user_page(request: Request, name: str, page: str = Query("1", max_length=12)
 
 @router.get("/algorithms/{algorithm_id}", response_class=HTMLResponse)
 def algorithm_page(
-    request: Request, algorithm_id: str, page: str = Query("1", max_length=12)
+    request: Request,
+    algorithm_id: str,
+    page: str = Query("1", max_length=12),
+    env: str = Query("", max_length=200),
+    stat: str = Query("mean", max_length=10),
+    x: str = Query("episode", max_length=20),
 ) -> HTMLResponse:
+    """The algorithm's evaluations, and its learning curve across those of one env (``env``)."""
     with database(request).read() as session:
         found = queries.algorithm(session, algorithm_id)
         if found is None:
             return not_found(request, f"No algorithm {algorithm_id!r}.")
         alg, owner = found
         rows, pager = queries.algorithm_evaluations(session, alg, _page_number(page), request.url.path)
+        envs = queries.algorithm_envs(session, alg)
+        chosen = env if env in dict(envs) else (envs[0][0] if envs else None)
+        ids = queries.algorithm_evaluation_ids(session, alg, chosen, aggregate.MAX_RUNS) if chosen else []
+        found_rows = session.execute(evaluation_select().where(Evaluation.id.in_(ids))).all() if ids else []
+    records = sorted(map(evaluation_record, found_rows), key=lambda ev: ids.index(ev.id))
+    metric = stat if stat in aggregate.METRICS else "mean"
+    axis = x if x in aggregate.AXES else "episode"
+    key = "|".join([alg.id, chosen or "", metric, axis, *ids])
+    hit, chart = _aggregate_cache.get(key)
+    if not hit:
+        chart = aggregate.aggregate_curve([_curves(request, ev) for ev in records], metric, axis)
+        _aggregate_cache.put(key, chart)
+    across = {
+        "envs": envs,
+        "env": chosen,
+        "metric": metric,
+        "axis": axis,
+        "metrics": aggregate.METRICS,
+        "axes": aggregate.AXES,
+        "chart": chart,
+        "threshold": records[0].score.reward_threshold if records else None,
+        "evaluations": len(records),
+        "max_runs": aggregate.MAX_RUNS,
+        "path": request.url.path,
+    }
     facts = [("Id", alg.id), ("User", owner)]
     return render(
         request,
@@ -124,6 +157,7 @@ def algorithm_page(
         page=pager,
         show_algorithm=False,
         show_user=True,
+        across=across,
     )
 
 

@@ -8,7 +8,10 @@
  *
  * - #chart-task-scores, #chart-aggregates: a point per algorithm and category (task or metric) with
  *   its interval as a whisker; the elements get data-points and data-intervals once drawn;
- * - #chart-profiles: each algorithm's performance profile with its band shaded (data-bands).
+ * - #chart-profiles: each algorithm's performance profile with its band shaded (data-bands);
+ * - #chart-across (an algorithm's page): its mean or IQM curve across runs with the 95% band shaded,
+ *   from <script id="across-data">{x, value, low, high, band, runs, metric, axis}</script> (web/aggregate.py),
+ *   and the env's threshold; the element gets data-points and data-bands.
  */
 (function () {
   "use strict";
@@ -101,25 +104,11 @@
     var bands = 0;
     algorithms.forEach(function (alg) { columns.push(alg.profile.fraction); });
     function drawBands(u) {
-      var ctx = u.ctx;
       bands = 0;
-      ctx.save();
-      ctx.globalAlpha = 0.18;
       algorithms.forEach(function (alg) {
         var p = alg.profile;
-        if (!p.has_interval) return;
-        ctx.fillStyle = alg.color;
-        ctx.beginPath();
-        p.taus.forEach(function (t, i) {
-          var x = u.valToPos(t, "x", true), y = u.valToPos(p.high[i], "y", true);
-          if (i === 0) ctx.moveTo(x, y); else ctx.lineTo(x, y);
-        });
-        for (var i = p.taus.length - 1; i >= 0; i--) ctx.lineTo(u.valToPos(p.taus[i], "x", true), u.valToPos(p.low[i], "y", true));
-        ctx.closePath();
-        ctx.fill();
-        bands += 1;
+        if (p.has_interval && shade(u, p.taus, p.low, p.high, alg.color)) bands += 1;
       });
-      ctx.restore();
       el.setAttribute("data-bands", String(bands));
     }
     var opts = {
@@ -139,7 +128,74 @@
     return plot;
   }
 
+  /* Shade between low and high (arrays aligned with xs) in colour; returns whether it drew. */
+  function shade(u, xs, low, high, color) {
+    if (!low || !high) return false;
+    var ctx = u.ctx;
+    ctx.save();
+    ctx.globalAlpha = 0.18;
+    ctx.fillStyle = color;
+    ctx.beginPath();
+    xs.forEach(function (x, i) {
+      var px = u.valToPos(x, "x", true), py = u.valToPos(high[i], "y", true);
+      if (i === 0) ctx.moveTo(px, py); else ctx.lineTo(px, py);
+    });
+    for (var i = xs.length - 1; i >= 0; i--) ctx.lineTo(u.valToPos(xs[i], "x", true), u.valToPos(low[i], "y", true));
+    ctx.closePath();
+    ctx.fill();
+    ctx.restore();
+    return true;
+  }
+
+  function acrossChart(el, data, threshold) {
+    var color = "#1f6feb";
+    var columns = [data.x, data.value];
+    var series = [
+      { label: data.axis },
+      { label: data.metric === "iqm" ? "IQM across runs" : "mean across runs", stroke: color, width: 2.5, points: { show: false } },
+    ];
+    if (data.band) {
+      // the band's edges as lines too, so that the y range contains them and hovering shows them
+      columns.push(data.low, data.high);
+      series.push({ label: "95% low", stroke: "rgba(31, 111, 235, 0.35)", width: 1, points: { show: false } });
+      series.push({ label: "95% high", stroke: "rgba(31, 111, 235, 0.35)", width: 1, points: { show: false } });
+    }
+    if (threshold !== null && threshold !== undefined) {
+      columns.push(data.x.map(function () { return threshold; }));
+      series.push({ label: "threshold", stroke: "#d1242f", width: 1.5, dash: [6, 4], points: { show: false } });
+    }
+    var opts = {
+      title: "Reward across " + data.runs + " run" + (data.runs === 1 ? "" : "s"),
+      width: common.widthOf(el),
+      height: 300,
+      scales: { x: { time: false }, y: { range: common.yRange(threshold) } },
+      axes: [common.axis(data.axis, data.axis === "episode"), common.axis("reward", false)],
+      series: series,
+      hooks: { draw: [function (u) {
+        el.setAttribute("data-bands", shade(u, data.x, data.low, data.high, color) ? "1" : "0");
+      }] },
+    };
+    el.innerHTML = "";
+    var plot = new uPlot(opts, columns, el);
+    el.setAttribute("data-points", String(data.x.length));
+    return plot;
+  }
+
+  function initAcross() {
+    var data = common && common.readJson("across-data");
+    var el = document.getElementById("chart-across");
+    if (!data || !el) return;
+    if (typeof window.uPlot !== "function") {
+      el.textContent = "Charts are unavailable: uPlot did not load.";
+      return;
+    }
+    var plot = acrossChart(el, data, common.readJson("across-threshold"));
+    window.palaestraAcross = plot;
+    window.addEventListener("resize", function () { plot.setSize({ width: common.widthOf(el), height: 300 }); });
+  }
+
   function init() {
+    initAcross();
     var data = common && common.readJson("benchmark-data");
     if (!data || !data.algorithms.length) return;
     var tasksEl = document.getElementById("chart-task-scores");
