@@ -1,9 +1,11 @@
 """The compare page and the selection that leads to it, over HTTP (no browser): the data behind the
-chart, unknown ids, the settings in the query string."""
+chart, unknown ids, the settings in the query string; and a board game's wins, draws and losses."""
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 import re
 from typing import Any
@@ -113,3 +115,16 @@ def test_settings_and_ids_are_read_leniently() -> None:
 def test_share_url_names_only_the_chosen_smoothings_parameter(smoothing: str, extra: str) -> None:
     url = CompareSettings(smoothing=smoothing).url(["a", "b"])
     assert url == f"/compare?e=a&e=b&x=episode&smooth={smoothing}{extra}"
+
+
+def test_board_game_evaluations_show_wins_draws_and_losses(web_server: Any, uploads: Uploads) -> None:
+    with httpx.Client(base_url=web_server.url, timeout=30) as client:
+        page = client.get(f"/evaluations/{uploads.board_games}").text
+        rows = list(csv.DictReader(io.StringIO(client.get(f"/evaluations/{uploads.board_games}/episodes.csv").text)))
+        cartpole = client.get(f"/evaluations/{uploads.cartpole[0]}").text
+    rewards = [float(r["reward"]) for r in rows if r["type"] == "t"]
+    won, drawn, lost = (sum(r > 0 for r in rewards), sum(r == 0 for r in rewards), sum(r < 0 for r in rewards))
+    assert len(rewards) == 20 and won > 0 and lost > 0
+    shown = re.search(r'<dd id="outcomes">(\d+) / (\d+) / (\d+) <span class="err">\((\d+)% won\)</span>', page)
+    assert shown and tuple(map(int, shown.groups())) == (won, drawn, lost, round(100 * won / 20))
+    assert 'id="outcomes"' not in cartpole, "only board games count wins"
