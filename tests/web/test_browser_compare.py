@@ -12,7 +12,7 @@ import pytest
 
 from palaestra.scoreboard.server.web.compare import PALETTE
 from tests.web.test_browser import COUNT_PIXELS_JS, _no_page_errors
-from tests.web.web_helpers import PageRecord, Uploads, require_vendor_assets, screenshot
+from tests.web.web_helpers import PageRecord, Uploads, poll, require_vendor_assets, screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -116,4 +116,16 @@ def test_episode_ticks_are_whole_numbers_and_the_frozenlake_threshold_shows(
     pixels = pg.evaluate(COUNT_PIXELS_JS, "#chart-reward canvas")
     assert pixels["red"] > 100, f"FrozenLake's threshold line (0.78, near the top of the rewards) is drawn: {pixels}"
     screenshot(pg, "evaluation-frozenlake-threshold")
+    _no_page_errors(record)
+
+
+def test_env_page_shows_a_picture_of_the_environment(page: Page, web_server: Any, uploads: Uploads) -> None:
+    pg, record = page
+    pg.goto(f"{web_server.url}/envs/CartPole-v0")
+    image = pg.locator("figure.env-picture img")
+    image.wait_for()
+    # the first request takes a frame of the uploaded video with ffmpeg
+    poll(pg, "document.querySelector('figure.env-picture img').complete", timeout_s=60)
+    assert pg.evaluate("document.querySelector('figure.env-picture img').naturalWidth") == 600
+    screenshot(pg, "env-picture", full_page=False)
     _no_page_errors(record)

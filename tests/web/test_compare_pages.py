@@ -128,3 +128,31 @@ def test_board_game_evaluations_show_wins_draws_and_losses(web_server: Any, uplo
     shown = re.search(r'<dd id="outcomes">(\d+) / (\d+) / (\d+) <span class="err">\((\d+)% won\)</span>', page)
     assert shown and tuple(map(int, shown.groups())) == (won, drawn, lost, round(100 * won / 20))
     assert 'id="outcomes"' not in cartpole, "only board games count wins"
+
+
+def _png_size(data: bytes) -> tuple[int, int]:
+    assert data.startswith(b"\x89PNG\r\n\x1a\n"), "a PNG"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_env_pictures_come_from_a_video_or_are_rendered_once_and_kept(web_server: Any, uploads: Uploads) -> None:
+    from palaestra.scoreboard.server.pictures import picture_key
+
+    with httpx.Client(base_url=web_server.url, timeout=180) as client:
+        # CartPole-v0 has an uploaded mp4 (600x400): ffmpeg takes a frame of it
+        cartpole = client.get("/envs/CartPole-v0/picture.png")
+        # FrozenLake-v1 has only terminal recordings: the server renders it (rgb_array) once
+        frozenlake = client.get("/envs/FrozenLake-v1/picture.png")
+        again = client.get("/envs/FrozenLake-v1/picture.png")
+        missing = client.get("/envs/Nope-v0/picture.png")
+        page = client.get("/envs/CartPole-v0").text
+    assert cartpole.status_code == 200 and cartpole.headers["content-type"] == "image/png"
+    assert cartpole.headers["x-picture-source"] in ("video", "stored") and _png_size(cartpole.content) == (600, 400)
+    assert frozenlake.status_code == 200 and frozenlake.headers["x-picture-source"] in ("render", "stored")
+    assert _png_size(frozenlake.content) == (256, 256)
+    assert again.headers["x-picture-source"] == "stored" and again.content == frozenlake.content
+    stored = list(web_server.data_dir.rglob(picture_key("FrozenLake-v1").rsplit("/", 1)[1]))
+    assert len(stored) == 1 and stored[0].read_bytes() == frozenlake.content, "kept in the blob store"
+    assert missing.status_code == 404 and missing.headers["content-type"].startswith("image/svg+xml")
+    assert b"No picture" in missing.content
+    assert '<img src="/envs/CartPole-v0/picture.png"' in page

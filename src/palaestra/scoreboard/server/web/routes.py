@@ -16,6 +16,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from palaestra import catalogue
 from palaestra.scoreboard.protocol import EpisodeBatchError
+from palaestra.scoreboard.server import pictures
 from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.records import (
@@ -62,6 +63,28 @@ def home_page(request: Request) -> HTMLResponse:
     with database(request).read() as session:
         groups, total, active = queries.home(session)
     return render(request, "index.html", groups=groups, total_evaluations=total, envs_with_evaluations=active)
+
+
+#: What an env without a picture shows (with a 404: browsers draw an image body whatever the status).
+_NO_PICTURE_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="320" height="60" viewBox="0 0 320 60">'
+    '<rect width="320" height="60" fill="#f5f7fa"/><text x="160" y="35" font-family="sans-serif" '
+    'font-size="13" fill="#5d6677" text-anchor="middle">No picture: no video uploaded, not installed here</text></svg>'
+)
+
+
+# registered before the env page, whose {env_id:path} would match this address too
+@router.get("/envs/{env_id:path}/picture.png")
+def env_picture(request: Request, env_id: str) -> Response:
+    """The env's picture: a frame of an uploaded video, or rendered here once (pictures.py)."""
+    entry = catalogue.lookup(env_id)
+    installed = entry is not None and entry.available
+    found = pictures.env_picture(blob_store(request), database(request), env_id, installed)
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=86400"}
+    if found is None:
+        return Response(_NO_PICTURE_SVG, status_code=404, media_type="image/svg+xml", headers=headers)
+    png, source = found
+    return Response(png, media_type="image/png", headers={**headers, "X-Picture-Source": source})
 
 
 @router.get("/envs/{env_id:path}", response_class=HTMLResponse)
