@@ -70,7 +70,7 @@ def test_smoothing_changes_the_drawn_series_and_the_address(page: Page, web_serv
     pg.locator("#compare-chart[data-smoothing=none]").wait_for()
     raw = pg.evaluate(DRAWN_SERIES_JS)
     uploaded = pg.evaluate("JSON.parse(document.getElementById('compare-data').textContent)"
-                           ".series.map(s => s.episode[1])")
+                           ".series.map(s => s.reward)")
     assert raw == uploaded, "without smoothing the rewards are drawn as uploaded"
 
     pg.locator("#smoothing").select_option("window")

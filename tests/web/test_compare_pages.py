@@ -41,9 +41,9 @@ def test_compare_draws_each_evaluations_rewards_from_its_evaluation_curves(
         assert data["threshold"] == 195.0  # CartPole-v0's
         for line in data["series"]:
             curves = _json_block(client.get(f"/evaluations/{line['id']}").text, "curves-data")
-            assert line["episode"] == [curves["episode"], curves["reward"]]
-            assert line["timestep"] == [curves["timestep"], curves["reward"]]
-            assert line["seconds"] == [curves["seconds"], curves["reward"]]
+            assert line["reward"] == curves["reward"]
+            assert [line[x] for x in ("episode", "timestep", "seconds")] == [
+                curves["episode"], curves["timestep"], curves["seconds"]]
         assert "balance · tester · " + first in {s["label"] for s in data["series"]}
 
         # evaluations of different envs: no common threshold, and the page says why

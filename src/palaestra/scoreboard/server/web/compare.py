@@ -5,7 +5,8 @@
 - :func:`requested_ids`: the ``e`` values, deduplicated and cut to :data:`MAX_COMPARED`;
 - :func:`chart_data`: the JSON the browser draws (``static/compare.js``), one series per evaluation
   taken from its evaluation-page curves (:mod:`.curves`, whose running mean is
-  :func:`palaestra.solved_stats.trailing_mean`).
+  :func:`palaestra.solved_stats.trailing_mean`): its rewards and its x values on each axis (null
+  where the binned fallback curves lack an axis; the browser leaves those points out).
 
 Smoothing is drawn by the browser, so that moving the control redraws at once; the server keeps the
 per-episode rewards as uploaded (binned to :data:`.curves.MAX_POINTS` points for long runs).
@@ -109,12 +110,6 @@ def _label(ev: EvaluationRecord) -> str:
     return f"{algorithm} · {ev.owner or 'anonymous'} · {ev.id}"
 
 
-def _points(xs: Sequence[Any], ys: Sequence[Any]) -> tuple[list[float], list[float | None]]:
-    """The (x, y) pairs whose x is known (the binned fallback curves may lack an axis)."""
-    pairs = [(x, y) for x, y in zip(xs, ys, strict=False) if x is not None]
-    return [p[0] for p in pairs], [p[1] for p in pairs]
-
-
 def chart_data(
     records: Sequence[EvaluationRecord], curves: Sequence[dict[str, Any] | None]
 ) -> tuple[list[ComparedEvaluation], dict[str, Any]]:
@@ -130,10 +125,9 @@ def chart_data(
         compared.append(item)
         if data is None:
             continue
-        line: dict[str, Any] = {"id": ev.id, "label": item.label, "color": item.color}
-        for axis in AXES:
-            line[axis] = _points(data[axis], data["reward"])
-        series.append(line)
+        # each x axis once, the rewards once: the page's size is mostly these numbers
+        line = {"id": ev.id, "label": item.label, "color": item.color, "reward": data["reward"]}
+        series.append(line | {axis: data[axis] for axis in AXES})
     thresholds = {ev.score.reward_threshold for ev in records}
     envs = {ev.env_id for ev in records}
     threshold = next(iter(thresholds)) if len(thresholds) == 1 and len(envs) == 1 else None

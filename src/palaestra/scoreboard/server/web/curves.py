@@ -11,7 +11,6 @@ negative reward: a board game's wins, draws and losses (its reward is +1, 0 or -
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -25,14 +24,14 @@ _CACHE_SIZE = 32
 
 
 def _clean(values: np.ndarray, digits: int = 6) -> list[float | None]:
-    """A JSON-ready list: rounded floats, NaN/inf as null."""
-    out: list[float | None] = []
-    for v in values.tolist():
-        out.append(
-            round(v, digits)
-            if isinstance(v, float) and math.isfinite(v)
-            else (v if isinstance(v, int) else None)
-        )
+    """A JSON-ready list: rounded floats, NaN/inf as null (vectorised: a 3,000-episode run's seven
+    series took 49 ms value by value, 2 ms so; bench/web_pages.py's compare pages)."""
+    rounded = np.round(np.asarray(values, dtype=float), digits)
+    finite = np.isfinite(rounded)
+    out: list[float | None] = rounded.tolist()
+    if not finite.all():
+        for i in np.flatnonzero(~finite):
+            out[i] = None
     return out
 
 

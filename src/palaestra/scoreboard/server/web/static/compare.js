@@ -1,7 +1,7 @@
 /* The compare page: several evaluations' rewards on one uPlot chart (web/compare.py writes the data).
  *
- * Data: <script id="compare-data">{threshold, series: [{id, label, color, episode: [xs, ys],
- * timestep: [...], seconds: [...]}]}</script>; settings (axis, smoothing, ema, window) come from the
+ * Data: <script id="compare-data">{threshold, series: [{id, label, color, reward: ys,
+ * episode: xs, timestep: xs, seconds: xs}]}</script> (an x may be null: that point is left out); settings (axis, smoothing, ema, window) come from the
  * controls' form, which the server filled from the query string. Changing a control redraws at once
  * and rewrites the address (history.replaceState), so the URL in the address bar is always the
  * shareable one. Smoothing:
@@ -65,8 +65,11 @@
 
   function build(el, data, state) {
     var tables = data.series.map(function (s) {
-      var xy = s[state.axis];
-      return [xy[0], smooth(xy[1], state)];
+      var xs = [], ys = [];
+      s[state.axis].forEach(function (x, i) {
+        if (x !== null && x !== undefined) { xs.push(x); ys.push(s.reward[i]); }
+      });
+      return [xs, smooth(ys, state)];
     });
     var columns = uPlot.join(tables);
     var series = [{ label: X_LABELS[state.axis] }];
