@@ -20,7 +20,7 @@ from palaestra.scoreboard.server.web.compare import (
     CompareSettings,
     requested_ids,
 )
-from tests.web.web_helpers import Uploads
+from tests.web.web_helpers import HOSTILE_NAME, Uploads
 
 
 def _json_block(page: str, block_id: str) -> Any:
@@ -45,6 +45,12 @@ def test_compare_draws_each_evaluations_rewards_from_its_evaluation_curves(
             assert [line[x] for x in ("episode", "timestep", "seconds")] == [
                 curves["episode"], curves["timestep"], curves["seconds"]]
         assert "balance · tester · " + first in {s["label"] for s in data["series"]}
+
+        # a hostile algorithm name is text in the table and in the chart's labels
+        hostile = client.get("/compare", params=[("e", uploads.cartpole[1])]).text
+        assert "<script>alert(1)" not in hostile and "&lt;script&gt;alert(1)&lt;/script&gt;" in hostile
+        label = _json_block(hostile, "compare-data")["series"][0]["label"]
+        assert label == f"{HOSTILE_NAME} · tester · {uploads.cartpole[1]}"
 
         # evaluations of different envs: no common threshold, and the page says why
         mixed = client.get("/compare", params=[("e", first), ("e", uploads.frozenlake)]).text

@@ -468,14 +468,14 @@ def run_detail(session: Session, run_id: str) -> RunDetail | None:
         env_score = sum(task_scores[k] for k in keys) / len(keys) if keys else None
         tasks.append(RunTask(env_id=env_id, score=env_score, evaluations=by_env.get(env_id, [])))
     iqm, mean = _run_intervals(r.id, score)
-    extra: list[tuple[str, str]] = []
+    extra: list[tuple[str, float]] = []
     for key, label in (
         ("start_to_finish_seconds", "Start to finish (s)"),
         ("summed_training_seconds", "Summed training time (s)"),
         ("summed_task_wall_time", "Summed task wall time (s)"),
     ):
         if isinstance(score.get(key), int | float):
-            extra.append((label, f"{score[key]:.1f}"))
+            extra.append((label, float(score[key])))
     return RunDetail(
         id=r.id,
         benchmark_id=r.benchmark_id,

@@ -257,5 +257,5 @@ class RunDetail:
     num_envs_solved: int | None
     iqm: Interval | None
     mean: Interval | None
-    extra_stats: list[tuple[str, str]]
+    extra_stats: list[tuple[str, float]]
     tasks: list[RunTask]
