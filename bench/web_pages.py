@@ -92,7 +92,7 @@ def fill(database_url: str, n: int, seed: int = 0) -> str:
                     id=new_id("evaluation"), user_seq=users[i % 20].seq, env_id=ENV_ID, env_listed=True,
                     algorithm_seq=algorithms[rng.randrange(200)].seq, trials=100, reward_threshold=475.0,
                     solved=solved, episode_t_value=rng.randrange(0, 2000) if solved else None,
-                    timestep_t_value=rng.randrange(0, 10**6) if solved else None, mean=mean,
+                    timestep_t_value=rng.randrange(0, 10**6) if solved else None, mean=mean, ranking_mean=mean,
                     error=rng.uniform(0, 5), number_episodes=rng.randrange(100, 3000),
                     number_timesteps=rng.randrange(10**4, 10**6), seconds_in_total=rng.uniform(10, 1000),
                     videos=[], writeup="https://example.org/writeup" if i % 7 == 0 else None,

@@ -24,7 +24,7 @@ from palaestra.scoreboard.server.config import resolve_config
 from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 from palaestra.scoreboard.server.state import build_state
 from palaestra.scoreboard.server.web import assets
-from palaestra.solved_stats import score_from_merged
+from palaestra.solved_stats import ranking_mean, score_from_merged
 from tests.web.web_helpers import HOSTILE_NAME, Uploads
 
 EVAL_LINK_RE = re.compile(r'<td(?: class="opt")?><a href="/evaluations/(eval_\w+)">')
@@ -60,6 +60,7 @@ def _store_evaluations(state: Any) -> dict[str, Any]:
                 algorithm_seq=(hostile if i == 4 else plain).seq, trials=100, reward_threshold=475.0,
                 solved=stats["episode_t_value"] is not None, episode_batch_key=key,
                 created=now - timedelta(minutes=N_EVALUATIONS - i), **stats,
+                ranking_mean=ranking_mean(stats["mean"], stats["episodes_mean"]),
             )
             s.add(evaluation)
             s.flush()
@@ -241,7 +242,15 @@ def test_own_static_assets_are_served(app_client: tuple[httpx.Client, dict[str, 
 def test_uploaded_evaluations_over_http(web_server: Any, uploads: Uploads) -> None:
     with httpx.Client(base_url=web_server.url, timeout=30) as client:
         html = client.get("/envs/CartPole-v0").text
-        assert _eval_ids(html)[:3] == uploads.cartpole
+        ids = _eval_ids(html)
+        assert ids[:2] == uploads.cartpole[:2], "the solved ones first, fewest episodes before solve first"
+        # then the unsolved ones by their best 100-episode mean, or the mean of a shorter run's episodes
+        scores = [client.get(f"/v1/evaluations/{i}").json()["score"] for i in ids[2:]]
+        ranking = [s["mean"] if s["mean"] is not None else s["episodes_mean"] for s in scores]
+        assert ranking == sorted(ranking, reverse=True)
+        # so the benchmark run's 11 perfect episodes rank above the random agent's 2,500 steps
+        perfect = [i for i, s in zip(ids[2:], scores, strict=True) if s["number_episodes"] < 100 and s["episodes_mean"] == 200]
+        assert perfect and ids.index(perfect[0]) < ids.index(uploads.cartpole[2])
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
         assert "balance-agent" in html  # a benchmark evaluation shows its run's algorithm
 

@@ -22,6 +22,9 @@ DEFAULT_PORT = 8000
 DEFAULT_UPLOAD_TTL_S = 3600
 #: Learning-curve buckets stored per evaluation.
 GRAPH_BUCKETS = 100
+#: How long a sign-in lasts (the session expires then, however active), and an invite link.
+DEFAULT_SESSION_TTL_S = 14 * 24 * 3600
+DEFAULT_INVITE_TTL_S = 7 * 24 * 3600
 
 ENV_DATABASE_URL = "PALAESTRA_DATABASE_URL"
 ENV_STORAGE = "PALAESTRA_STORAGE"
@@ -30,6 +33,7 @@ ENV_PUBLIC_URL = "PALAESTRA_PUBLIC_URL"
 ENV_S3_ENDPOINT_URL = "PALAESTRA_S3_ENDPOINT_URL"
 ENV_FFPROBE = "PALAESTRA_FFPROBE"
 ENV_INLINE_HANDLERS = "PALAESTRA_INLINE_HANDLERS"
+ENV_TRUST_PROXY = "PALAESTRA_TRUST_PROXY"
 #: Host names of a database on this machine (no host at all: a Unix socket).
 LOCAL_HOSTS = {None, "", "localhost", "127.0.0.1", "::1"}
 #: Integer settings that may also come from the environment (name -> ServerConfig field).
@@ -40,6 +44,8 @@ ENV_LIMITS = {
     "PALAESTRA_MAX_ARCHIVE_MEMBER_BYTES": "max_archive_member_bytes",
     "PALAESTRA_MAX_ARCHIVE_EXPANDED_BYTES": "max_archive_expanded_bytes",
     "PALAESTRA_RATE_LIMIT_PER_MINUTE": "rate_limit_per_minute",
+    "PALAESTRA_SESSION_TTL_S": "session_ttl_s",
+    "PALAESTRA_INVITE_TTL_S": "invite_ttl_s",
 }
 
 
@@ -75,6 +81,12 @@ class ServerConfig:
     migrate_on_start: bool = True
     #: run the busiest handlers on the event loop (``None``: when :attr:`database_is_local`)
     inline_handlers: bool | None = None
+    #: seconds a sign-in (web session) and an invite link last
+    session_ttl_s: int = DEFAULT_SESSION_TTL_S
+    invite_ttl_s: int = DEFAULT_INVITE_TTL_S
+    #: believe a reverse proxy's ``X-Forwarded-Proto``/``-For`` (from the addresses in uvicorn's
+    #: ``FORWARDED_ALLOW_IPS``, by default 127.0.0.1): the scheme decides whether cookies are Secure
+    trust_proxy: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -149,6 +161,11 @@ def resolve_config(
         if inline not in ("0", "1", "auto"):
             raise ConfigurationError(f"{ENV_INLINE_HANDLERS} must be 1, 0 or auto, not {env[ENV_INLINE_HANDLERS]!r}")
         extra["inline_handlers"] = None if inline == "auto" else inline == "1"
+    trust = env.get(ENV_TRUST_PROXY, "").strip().lower()
+    if "trust_proxy" not in extra and trust:
+        if trust not in ("0", "1"):
+            raise ConfigurationError(f"{ENV_TRUST_PROXY} must be 1 or 0, not {env[ENV_TRUST_PROXY]!r}")
+        extra["trust_proxy"] = trust == "1"
     for name, field_name in ENV_LIMITS.items():
         if field_name not in extra and env.get(name):
             try:

@@ -35,7 +35,7 @@ LEADERBOARD_SORTS: dict[str, tuple[str, tuple[Any, ...]]] = {
         (
             Evaluation.solved.desc(),
             Evaluation.episode_t_value.asc(),
-            Evaluation.mean.desc().nulls_last(),
+            Evaluation.ranking_mean.desc().nulls_last(),
             Evaluation.seq.asc(),
         ),
     ),
