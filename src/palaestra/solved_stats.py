@@ -33,6 +33,7 @@ __all__ = [
     "ranking_mean",
     "running_mean",
     "score_from_merged",
+    "short_mean_label",
     "solved_stats",
     "trailing_mean",
 ]
@@ -65,6 +66,12 @@ def ranking_mean(mean: float | None, episodes_mean: float | None) -> float | Non
     a run with no training episode (evaluation episodes only) has none and comes last.
     """
     return mean if mean is not None else episodes_mean
+
+
+def short_mean_label(number_episodes: int, trials: int) -> str:
+    """How ``episodes_mean`` is labelled wherever it is shown: ``"mean of 20 episodes (fewer than 100)"``."""
+    plural = "" if number_episodes == 1 else "s"
+    return f"mean of {number_episodes} episode{plural} (fewer than {trials})"
 
 
 def running_mean(x: Sequence[float] | np.ndarray, n: int) -> np.ndarray:

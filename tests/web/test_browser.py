@@ -63,8 +63,11 @@ def test_leaderboard_order_and_hostile_algorithm_name(page: Page, web_server: An
     # sort by the best mean (a header link), then the evaluation page of the hostile row
     pg.locator("table.leaderboard th a", has_text="Best 100-episode mean").click()
     pg.wait_for_url("**sort=mean**")
-    means = [float(t.split("±")[0]) for t in pg.locator("table.leaderboard td:nth-child(5)").all_inner_texts()
-             if t.strip() != "—"]
+    cells = pg.locator("table.leaderboard td:nth-child(5)").all_inner_texts()
+    windowed = [t for t in cells if "±" in t]
+    assert cells[: len(windowed)] == windowed, "runs without a 100-episode mean come after those with one"
+    assert any("fewer than 100" in t for t in cells[len(windowed):]), "a short run shows its episodes' mean"
+    means = [float(t.split("±")[0]) for t in windowed]
     assert means == sorted(means, reverse=True)
     pg.goto(f"{web_server.url}/evaluations/{uploads.cartpole[1]}")
     assert pg.locator("dd.alg").inner_text() == HOSTILE_NAME

@@ -61,6 +61,10 @@ def _row_columns() -> tuple[Any, ...]:
         Evaluation.mean,
         Evaluation.error,
         Evaluation.number_episodes,
+        Evaluation.trials,
+        Evaluation.episodes_mean,
+        Evaluation.evaluation_episodes,
+        Evaluation.evaluation_mean,
         Evaluation.created,
         sa.func.coalesce(Evaluation.writeup, Algorithm.writeup, RunAlgorithm.writeup).label("writeup"),
     )
@@ -92,6 +96,10 @@ def _to_rows(result: Sequence[Any]) -> list[EvaluationRow]:
             number_episodes=r.number_episodes or 0,
             created=r.created,
             writeup=r.writeup,
+            trials=r.trials,
+            episodes_mean=r.episodes_mean,
+            evaluation_episodes=r.evaluation_episodes or 0,
+            evaluation_mean=r.evaluation_mean,
         )
         for r in result
     ]

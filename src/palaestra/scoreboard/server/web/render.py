@@ -18,6 +18,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 
 from palaestra.scoreboard.server.web import assets, signin
+from palaestra.solved_stats import short_mean_label
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -93,6 +94,7 @@ def _environment() -> jinja2.Environment:
     env.filters["safe_url"] = safe_url
     env.globals["asset"] = assets.asset_url
     env.globals["vendor"] = assets.vendor_url
+    env.globals["short_mean_label"] = short_mean_label
     return env
 
 

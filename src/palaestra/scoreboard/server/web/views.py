@@ -121,6 +121,11 @@ class EvaluationRow:
     number_episodes: int
     created: datetime | None
     writeup: str | None
+    #: the solving window; a run shorter than it shows ``episodes_mean`` (``solved_stats``) instead of ``mean``
+    trials: int = 100
+    episodes_mean: float | None = None
+    evaluation_episodes: int = 0
+    evaluation_mean: float | None = None
 
 
 @dataclass(frozen=True)
