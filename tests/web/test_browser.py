@@ -179,3 +179,37 @@ def test_pages_on_a_phone(browser: Any, web_server: Any, uploads: Uploads) -> No
         screenshot(pg, "env-phone")
     finally:
         context.close()
+
+
+def test_navigation_indexes_feed_and_search(page: Page, web_server: Any, uploads: Uploads) -> None:
+    pg, record = page
+    pg.goto(web_server.url)
+    nav = pg.locator("header.site nav").first.all_inner_texts()[0].split()
+    assert nav == ["Environments", "Benchmarks", "Algorithms", "Users"]
+    assert pg.locator("header.site nav.account").inner_text() == "Sign in"
+    feed = pg.locator("#recent ul.feed li")
+    assert 8 <= feed.count() <= 10, "the newest uploads, ten at most (this session made 8, maybe more)"
+    assert pg.locator(f"#recent a[href='/evaluations/{uploads.frozenlake}']").count() == 1
+    screenshot(pg, "home-recent-uploads")
+
+    pg.get_by_role("searchbox").first.fill("cartpole-v0")
+    pg.keyboard.press("Enter")
+    pg.wait_for_url("**/search?q=cartpole-v0")
+    assert pg.locator("li.hit a").first.inner_text() == "CartPole-v0", "the exact id first"
+    pg.locator("li.hit.env").get_by_role("link", name="CartPole-v0", exact=True).click()
+    pg.wait_for_url("**/envs/CartPole-v0")
+    screenshot(pg, "search-to-env", full_page=False)
+
+    pg.get_by_role("link", name="Users", exact=True).click()
+    pg.wait_for_url("**/users")
+    assert pg.locator("table.users a[href='/users/tester']").count() == 1
+    pg.get_by_role("link", name="Algorithms", exact=True).click()
+    pg.wait_for_url("**/algorithms")
+    assert pg.locator("table.algorithms td.alg").all_inner_texts().count(HOSTILE_NAME) == 1
+    pg.locator("table.algorithms a", has_text="balance-agent").click()
+    pg.wait_for_url("**/algorithms/alg_*")
+    assert pg.locator("header.site nav a[aria-current=page]").inner_text() == "Algorithms"
+    screenshot(pg, "algorithms")
+    pg.wait_for_timeout(200)
+    assert record.dialogs == []
+    _no_page_errors(record)

@@ -129,6 +129,39 @@ class EvaluationRow:
 
 
 @dataclass(frozen=True)
+class UserCard:
+    """One user on ``/users``."""
+
+    name: str
+    created: datetime | None
+    n_evaluations: int
+    n_solved: int
+    last_upload: datetime | None
+
+
+@dataclass(frozen=True)
+class AlgorithmCard:
+    """One algorithm on ``/algorithms``: its evaluations are its own and its benchmark runs'."""
+
+    id: str
+    name: str
+    owner: str
+    n_evaluations: int
+    n_envs: int
+    last_upload: datetime | None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: what it is (``env``, ``algorithm``, ``user``), its name, page and a detail."""
+
+    kind: str
+    label: str
+    url: str
+    detail: str
+
+
+@dataclass(frozen=True)
 class VideoView:
     """A stored video on the evaluation page: where the browser gets it and its metadata, and a
     terminal recording's last frame as plain text (shown without JavaScript)."""
