@@ -4,7 +4,7 @@ Starts a real ``palaestra server`` process (SQLite + file store, the embedded de
 loopback port, stores ``--evaluations`` evaluations of one env straight through the server's
 database layer (with the per-env aggregates the ingest keeps), then GETs the env page with httpx,
 sequentially, and prints p50/p95 per page variant (every leaderboard order, first and deep pages),
-plus the home and an evaluation page for reference.
+plus the home and an evaluation page, the users and algorithms indexes and a search for reference.
 Target (issue 5): the env page answers in under 100 ms at p95 with 10,000 evaluations stored.
 
     .venv/bin/python bench/web_pages.py [--evaluations 10000] [--requests 200] [--database-url URL]
@@ -88,18 +88,22 @@ def fill(database_url: str, n: int, seed: int = 0) -> str:
             for i in range(n):
                 solved = rng.random() < 0.4
                 mean = rng.uniform(480, 500) if solved else rng.uniform(10, 474)
+                # one in ten unsolved runs is shorter than the window: no mean, the mean of its episodes
+                short = not solved and rng.random() < 0.1
                 rows.append(dict(
                     id=new_id("evaluation"), user_seq=users[i % 20].seq, env_id=ENV_ID, env_listed=True,
                     algorithm_seq=algorithms[rng.randrange(200)].seq, trials=100, reward_threshold=475.0,
                     solved=solved, episode_t_value=rng.randrange(0, 2000) if solved else None,
-                    timestep_t_value=rng.randrange(0, 10**6) if solved else None, mean=mean, ranking_mean=mean,
-                    error=rng.uniform(0, 5), number_episodes=rng.randrange(100, 3000),
+                    timestep_t_value=rng.randrange(0, 10**6) if solved else None, mean=None if short else mean,
+                    episodes_mean=mean if short else None, ranking_mean=mean,
+                    error=None if short else rng.uniform(0, 5),
+                    number_episodes=rng.randrange(5, 100) if short else rng.randrange(100, 3000),
                     number_timesteps=rng.randrange(10**4, 10**6), seconds_in_total=rng.uniform(10, 1000),
                     videos=[], writeup="https://example.org/writeup" if i % 7 == 0 else None,
                     created=now - timedelta(seconds=n - i),
                 ))
             session.execute(sa.insert(m.Evaluation), rows)
-            best = max(rows, key=lambda r: r["mean"])
+            best = max((r for r in rows if r["mean"] is not None), key=lambda r: r["mean"])
             session.merge(m.EnvStats(
                 env_id=ENV_ID, group_id="classic_control", listed=True, evaluation_count=n,
                 solved_count=sum(1 for r in rows if r["solved"]), best_mean=best["mean"],
@@ -154,6 +158,10 @@ def main() -> int:
                 f"env page, last page ({last_page})": f"/envs/{ENV_ID}?page={last_page}",
                 "home page": "/",
                 "evaluation page": f"/evaluations/{evaluation_id}",
+                "users index": "/users",
+                "algorithms index": "/algorithms",
+                "algorithms index, latest upload": "/algorithms?sort=recent",
+                "search": "/search?q=algorithm+1",
             }
             print(f"{'page':36s} {'p50 ms':>8s} {'p95 ms':>8s} {'max ms':>8s}  p95/target")
             env_p95: list[float] = []
