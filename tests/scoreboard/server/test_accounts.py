@@ -4,11 +4,14 @@ CSRF refusals, and the keys on /settings/profile (real server processes; the bro
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
 import subprocess
 import sys
 import time
 import uuid
+from pathlib import Path
 
 import httpx
 import pytest
@@ -296,3 +299,44 @@ def test_a_signed_in_forms_token_is_its_sessions_own(scoreboard_server: Scoreboa
         assert mine.post("/settings/profile/keys", data={"csrf_token": their_token}).status_code == 403
         assert form_token(mine.get("/settings/profile").text) != their_token
 
+
+
+def _create_at_a_terminal(data_dir: str, name: str, first: str, second: str) -> subprocess.CompletedProcess[str]:
+    """``palaestra users create NAME --password`` with a pseudo-terminal as standard input, answering
+    its two hidden prompts (each answer sent once its prompt is shown: getpass drops earlier input)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "palaestra", "users", "create", name, "--password"],
+        stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        env={**os.environ, "PALAESTRA_DATA_DIR": data_dir, "PALAESTRA_DATABASE_URL": ""},
+    )
+    os.close(slave)
+    assert proc.stderr is not None
+    try:
+        for prompt, answer in ((b"Password for", first), (b"again: ", second)):
+            seen = b""
+            while prompt not in seen:
+                byte = os.read(proc.stderr.fileno(), 1)
+                assert byte, f"the command ended before asking {prompt!r}"
+                seen += byte
+            os.write(master, answer.encode() + b"\n")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(), err.decode())
+
+
+def test_users_create_password_asks_twice_at_a_hidden_prompt(tmp_path: Path) -> None:
+    data_dir = str(tmp_path / "scoreboard")
+    differ = _create_at_a_terminal(data_dir, "typist", PASSWORD, PASSWORD + "x")
+    assert differ.returncode != 0 and "differ" in differ.stderr
+    done = _create_at_a_terminal(data_dir, "typist", PASSWORD, PASSWORD)
+    assert done.returncode == 0, done.stderr
+    assert PASSWORD not in done.stdout + done.stderr, "the password is never echoed"
+    db = open_database(resolve_config(data_dir=data_dir, environ={}), migrate_now=False)
+    try:
+        assert accounts.authenticate(db, "typist", PASSWORD) is not None
+    finally:
+        db.dispose()
