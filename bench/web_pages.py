@@ -8,7 +8,8 @@ with httpx, sequentially, and prints p50/p95 per page variant: every leaderboard
 deep pages; the compare page of 2 and of 10 evaluations (the same ones: their curves are cached
 after the first view) and of 5 evaluations drawn at random from the stored ones for every request
 (mostly not cached: each curve is read from the blob store and computed); plus the home, an
-evaluation and an algorithm page (its curve across runs) for reference.
+evaluation and an algorithm page (its curve across runs), the users and algorithms indexes and a
+search for reference.
 Targets (issues 5 and 17): env and compare pages answer in under 100 ms at p95 with 10,000
 evaluations stored.
 
@@ -126,19 +127,23 @@ def fill(database_url: str, data_dir: Path, n: int, with_episodes: int, seed: in
                 mean = rng.uniform(480, 500) if solved else rng.uniform(10, 474)
                 # the evaluations with episodes belong to algorithm 0 (its page pools them across runs)
                 algorithm = algorithms[0 if i < with_episodes else rng.randrange(1, 200)]
+                # one in ten unsolved runs is shorter than the window: no mean, the mean of its episodes
+                short = not solved and rng.random() < 0.1
                 rows.append(dict(
                     id=ids[i], user_seq=users[i % 20].seq, env_id=ENV_ID, env_listed=True,
                     algorithm_seq=algorithm.seq, trials=100, reward_threshold=475.0,
                     episode_batch_key=keys[i] if i < with_episodes else None,
                     solved=solved, episode_t_value=rng.randrange(0, 2000) if solved else None,
-                    timestep_t_value=rng.randrange(0, 10**6) if solved else None, mean=mean,
-                    error=rng.uniform(0, 5), number_episodes=rng.randrange(100, 3000),
+                    timestep_t_value=rng.randrange(0, 10**6) if solved else None, mean=None if short else mean,
+                    episodes_mean=mean if short else None, ranking_mean=mean,
+                    error=None if short else rng.uniform(0, 5),
+                    number_episodes=rng.randrange(5, 100) if short else rng.randrange(100, 3000),
                     number_timesteps=rng.randrange(10**4, 10**6), seconds_in_total=rng.uniform(10, 1000),
                     videos=[], writeup="https://example.org/writeup" if i % 7 == 0 else None,
                     created=now - timedelta(seconds=n - i),
                 ))
             session.execute(sa.insert(m.Evaluation), rows)
-            best = max(rows, key=lambda r: r["mean"])
+            best = max((r for r in rows if r["mean"] is not None), key=lambda r: r["mean"])
             session.merge(m.EnvStats(
                 env_id=ENV_ID, group_id="classic_control", listed=True, evaluation_count=n,
                 solved_count=sum(1 for r in rows if r["solved"]), best_mean=best["mean"],
@@ -210,6 +215,10 @@ def main() -> int:
                 "home page": "/",
                 "evaluation page": f"/evaluations/{evaluation_id}",
                 f"algorithm page ({len(with_batches)} runs pooled)": f"/algorithms/{algorithm_id}",
+                "users index": "/users",
+                "algorithms index": "/algorithms",
+                "algorithms index, latest upload": "/algorithms?sort=recent",
+                "search": "/search?q=algorithm+1",
             }
             print(f"{'page':36s} {'p50 ms':>8s} {'p95 ms':>8s} {'max ms':>8s}  p95/target")
             targeted: dict[str, list[float]] = {"env page": [], "compare page": []}

@@ -150,3 +150,26 @@ def test_the_old_palaestra_scoring_module_still_works_and_says_where_it_moved():
         run, trials=100, reward_threshold=300.0
     )
     assert scoring.running_mean is running_mean and scoring.DEFAULT_TRIALS == 100
+
+
+def test_a_short_run_has_the_mean_of_its_episodes_and_evaluation_episodes_their_own_mean() -> None:
+    from palaestra.solved_stats import ranking_mean, short_mean_label
+
+    rewards = [200.0] * 20 + [10.0, 30.0]
+    types = ["t"] * 20 + ["e", "e"]
+    stats = score_from_merged([10] * 22, rewards, types, list(range(22)), 0.0, trials=100, reward_threshold=195.0)
+    assert stats["mean"] is None and stats["episode_t_value"] is None
+    assert stats["episodes_mean"] == 200.0 and stats["number_episodes"] == 20
+    assert stats["evaluation_episodes"] == 2 and stats["evaluation_mean"] == 20.0
+    assert ranking_mean(stats["mean"], stats["episodes_mean"]) == 200.0
+    assert short_mean_label(20, 100) == "mean of 20 episodes (fewer than 100)"
+    assert short_mean_label(1, 100) == "mean of 1 episode (fewer than 100)"
+
+    long = score_from_merged([10] * 150, [20.0] * 150, None, list(range(150)), 0.0, trials=100)
+    assert long["mean"] == 20.0 and long["episodes_mean"] is None, "a full window's mean is the mean"
+    assert ranking_mean(long["mean"], long["episodes_mean"]) == 20.0
+    assert long["evaluation_episodes"] == 0 and long["evaluation_mean"] is None
+
+    evaluation_only = score_from_merged([10] * 3, [5.0, 6.0, 7.0], ["e"] * 3, [1, 2, 3], 0.0)
+    assert evaluation_only["episodes_mean"] is None and evaluation_only["evaluation_mean"] == 6.0
+    assert ranking_mean(evaluation_only["mean"], evaluation_only["episodes_mean"]) is None

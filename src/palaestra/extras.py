@@ -33,7 +33,7 @@ __all__ = ["EXTRA_MODULES", "install_command", "missing_extra_message", "require
 #: :func:`require`; the rest only name the extra when they are found missing)
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "board": ("pyspiel",),
-    "server": ("fastapi", "uvicorn", "sqlalchemy", "alembic", "jinja2", "multipart"),
+    "server": ("fastapi", "uvicorn", "sqlalchemy", "alembic", "jinja2", "multipart", "argon2"),
     "postgres": ("psycopg",),
     "s3": ("boto3", "botocore"),
     "plot": ("matplotlib",),

@@ -20,7 +20,7 @@ from typing import Any
 
 from palaestra.errors import ResultsError
 from palaestra.extras import require
-from palaestra.solved_stats import SolvedStats
+from palaestra.solved_stats import SolvedStats, short_mean_label
 
 __all__ = ["ResultsSummary", "format_summary", "learning_curve_figure", "plot_learning_curve", "summarize"]
 
@@ -137,9 +137,17 @@ def format_summary(summary: ResultsSummary) -> str:
             f"Best {summary.trials}-episode mean: - (needs at least {summary.trials} training episodes, "
             f"has {s['number_episodes']})"
         )
+        if s["episodes_mean"] is not None:
+            label = short_mean_label(s["number_episodes"], summary.trials)
+            lines.append(f"Training mean:       {s['episodes_mean']:.2f}, {label}")
     else:
         lines.append(
             f"Best {summary.trials}-episode mean: {s['mean']:.2f} ± {s['error']:.2f}{_window(s, summary)}"
+        )
+    if s["evaluation_mean"] is not None:
+        lines.append(
+            f"Evaluation mean:     {s['evaluation_mean']:.2f} (mean of the {s['evaluation_episodes']} evaluation "
+            "episodes; they do not count for solving)"
         )
     if s["episode_t_value"] is not None:
         seconds = s["seconds_to_solve"]

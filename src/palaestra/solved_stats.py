@@ -2,6 +2,9 @@
 
 - :func:`solved_stats` (and :func:`score_from_merged`, 2017's name, on plain arrays): when the env
   counts as solved, the best window's mean and error, episode and step counts, seconds to solve;
+- the means of runs too short for a window: ``episodes_mean`` (the training episodes there are, when
+  fewer than ``trials``) and ``evaluation_mean`` (the evaluation episodes, type ``'e'``), and
+  :func:`ranking_mean`, what a leaderboard orders the unsolved evaluations by;
 - :func:`compute_graph_stats`: the learning-curve series the scoreboard draws;
 - :func:`running_mean`, :func:`trailing_mean`: the window arithmetic they share.
 
@@ -27,8 +30,10 @@ __all__ = [
     "DEFAULT_TRIALS",
     "SolvedStats",
     "compute_graph_stats",
+    "ranking_mean",
     "running_mean",
     "score_from_merged",
+    "short_mean_label",
     "solved_stats",
     "trailing_mean",
 ]
@@ -45,6 +50,28 @@ class SolvedStats(TypedDict):
     number_timesteps: int
     seconds_to_solve: float | None
     seconds_in_total: float | None
+    #: the mean reward of the training episodes when there are fewer than ``trials`` (else None:
+    #: ``mean`` is the best window's)
+    episodes_mean: float | None
+    #: how many evaluation episodes (type ``'e'``) there are, and their mean reward
+    evaluation_episodes: int
+    evaluation_mean: float | None
+
+
+def ranking_mean(mean: float | None, episodes_mean: float | None) -> float | None:
+    """What the unsolved evaluations of a leaderboard are ordered by, best first: the best
+    ``trials``-episode mean, else (a run shorter than the window) the mean of the episodes it has.
+
+    So a run of 20 perfect episodes ranks above a random run of 150, though neither is solved;
+    a run with no training episode (evaluation episodes only) has none and comes last.
+    """
+    return mean if mean is not None else episodes_mean
+
+
+def short_mean_label(number_episodes: int, trials: int) -> str:
+    """How ``episodes_mean`` is labelled wherever it is shown: ``"mean of 20 episodes (fewer than 100)"``."""
+    plural = "" if number_episodes == 1 else "s"
+    return f"mean of {number_episodes} episode{plural} (fewer than {trials})"
 
 
 def running_mean(x: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
@@ -81,8 +108,11 @@ def score_from_merged(
     lengths = np.asarray(episode_lengths, dtype=np.int64)
     rewards = np.asarray(episode_rewards, dtype=float)
     stamps = np.asarray(timestamps, dtype=float)
+    evaluation_rewards = np.empty(0)
     if episode_types is not None:
-        keep = np.asarray(episode_types) == "t"
+        types = np.asarray(episode_types)
+        keep = types == "t"
+        evaluation_rewards = rewards[types == "e"]
         lengths, rewards, stamps = lengths[keep], rewards[keep], stamps[keep]
     if initial_reset_timestamp is None and len(stamps):
         initial_reset_timestamp = float(stamps[0])
@@ -96,10 +126,14 @@ def score_from_merged(
         number_timesteps=int(lengths.sum()),
         seconds_to_solve=None,
         seconds_in_total=None,
+        episodes_mean=None,
+        evaluation_episodes=len(evaluation_rewards),
+        evaluation_mean=float(np.mean(evaluation_rewards)) if len(evaluation_rewards) else None,
     )
     if len(stamps) and initial_reset_timestamp is not None:
         stats["seconds_in_total"] = float(stamps[-1] - initial_reset_timestamp)
     if len(rewards) < trials:
+        stats["episodes_mean"] = float(np.mean(rewards)) if len(rewards) else None
         return stats
 
     means = running_mean(rewards, trials)

@@ -187,6 +187,23 @@ def test_results_summary_of_a_short_run(tmp_path: Path) -> None:
     assert "Episodes:            5 (5 training, 0 evaluation)" in result.stdout
     assert "needs at least 100 training episodes" in result.stdout
     assert "Solved:              no" in result.stdout
+    data = json.loads(palaestra("results", "short", "--json", cwd=tmp_path).stdout)
+    rewards = pal.load_results(tmp_path / "short")["episode_rewards"]
+    assert data["mean"] is None and data["episodes_mean"] == pytest.approx(sum(rewards) / 5)
+    assert f"Training mean:       {data['episodes_mean']:.2f}, mean of 5 episodes (fewer than 100)" in result.stdout
+    assert data["evaluation_mean"] is None and "Evaluation mean" not in result.stdout
+
+
+def test_results_of_an_evaluation_only_run_show_the_evaluation_mean(tmp_path: Path) -> None:
+    _run(tmp_path, "CartPole-v1", "--agent", "random", "--episodes", "4", "--no-video", "--mode", "evaluation",
+         "--monitor", "eval")
+    result = palaestra("results", "eval", cwd=tmp_path)
+    assert "Episodes:            4 (0 training, 4 evaluation)" in result.stdout
+    data = json.loads(palaestra("results", "eval", "--json", cwd=tmp_path).stdout)
+    rewards = pal.load_results(tmp_path / "eval")["episode_rewards"]
+    assert data["evaluation_episodes"] == 4 and data["evaluation_mean"] == pytest.approx(sum(rewards) / 4)
+    assert data["episodes_mean"] is None and data["mean"] is None
+    assert f"Evaluation mean:     {data['evaluation_mean']:.2f} (mean of the 4 evaluation episodes" in result.stdout
 
 
 def test_run_progress_bar_on_request(tmp_path: Path) -> None:

@@ -6,13 +6,14 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -170,17 +171,30 @@ class ScoreboardServer:
             raise AssertionError(f"palaestra {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
         return result
 
-    def create_user(self, name: str) -> str:
-        """Create a user directly in the server's database (in this process: fast); returns its key."""
-        from palaestra.scoreboard.server import auth
+    def create_user(self, name: str, password: str | None = None) -> str:
+        """Create a user directly in the server's database (in this process: fast), with ``password``
+        if given; returns its key."""
+        from palaestra.scoreboard.server import accounts, auth
         from palaestra.scoreboard.server.config import resolve_config
         from palaestra.scoreboard.server.db import Database
 
         db = Database(resolve_config(environ=self.env).database_url)
         try:
-            return auth.create_user(db, name)[1]
+            key = auth.create_user(db, name)[1]
+            if password is not None:
+                accounts.set_password(db, name, password)
+            return key
         finally:
             db.dispose()
+
+    @contextlib.contextmanager
+    def signed_in_client(self, name: str, password: str) -> Iterator[httpx.Client]:
+        """A browser-like client (cookies, no redirects followed) signed in through the sign-in form."""
+        with httpx.Client(base_url=self.url, timeout=60) as client:
+            token = form_token(client.get("/login").text)
+            r = client.post("/login", data={"name": name, "password": password, "csrf_token": token})
+            assert r.status_code == 303, r.text
+            yield client
 
     def create_user_cli(self, name: str) -> str:
         """Create a user with ``palaestra users create NAME``; the key is the last line it prints."""
@@ -193,6 +207,13 @@ class ScoreboardServer:
     def client(self, **kwargs: Any) -> httpx.Client:
         """An ``httpx.Client`` on ``.url`` sending this server's API key."""
         return httpx.Client(base_url=self.url, headers=self.headers(), timeout=60, **kwargs)
+
+
+def form_token(html: str) -> str:
+    """The CSRF token in a page's first form."""
+    match = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert match, "the page has no form with a CSRF token"
+    return match.group(1)
 
 
 def make_batch(n: int = 10, reward: float = 1.0, t0: float = 1_700_000_000.0) -> dict[str, Any]:

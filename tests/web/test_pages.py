@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
 from palaestra.scoreboard.server import db as m
 from palaestra.scoreboard.server.app import create_app
@@ -24,7 +25,7 @@ from palaestra.scoreboard.server.config import resolve_config
 from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 from palaestra.scoreboard.server.state import build_state
 from palaestra.scoreboard.server.web import assets
-from palaestra.solved_stats import score_from_merged
+from palaestra.solved_stats import ranking_mean, score_from_merged
 from tests.web.web_helpers import HOSTILE_NAME, Uploads
 
 EVAL_LINK_RE = re.compile(r'<td(?: class="opt")?><a href="/evaluations/(eval_\w+)">')
@@ -60,6 +61,7 @@ def _store_evaluations(state: Any) -> dict[str, Any]:
                 algorithm_seq=(hostile if i == 4 else plain).seq, trials=100, reward_threshold=475.0,
                 solved=stats["episode_t_value"] is not None, episode_batch_key=key,
                 created=now - timedelta(minutes=N_EVALUATIONS - i), **stats,
+                ranking_mean=ranking_mean(stats["mean"], stats["episodes_mean"]),
             )
             s.add(evaluation)
             s.flush()
@@ -116,6 +118,7 @@ def app_client(
         config = resolve_config(data_dir=tmp_path_factory.mktemp("web-app"), database_url=database_url)
         state = build_state(config)
         info = _store_evaluations(state)
+        info["state"] = state
         with _served(state) as client:
             yield client, info
         state.close()
@@ -216,6 +219,83 @@ def test_user_and_algorithm_pages(app_client: tuple[httpx.Client, dict[str, Any]
     assert len(_eval_ids(plain)) == 25 and "page 1 of 2" in plain
 
 
+def _table_rows(html: str, table_class: str) -> list[str]:
+    """The body rows of the page's ``<table class=table_class>``, as HTML."""
+    body = html.split(f'<table class="{table_class}">', 1)[1].split("</tbody>", 1)[0]
+    return body.split("<tr>")[2:]  # past the header row
+
+
+def test_users_index_counts_and_sorts(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
+    client, _ = app_client
+    html = client.get("/users").text
+    assert 'aria-current="page">Users</a>' in html
+    rows = {re.search(r'href="/users/([^"]+)"', r)[1]: r for r in _table_rows(html, "users")}  # type: ignore[index]
+    # alice uploaded the odd evaluations (none solved), bob the even ones (all solved)
+    assert re.findall(r'<td class="num">(\d+)</td>', rows["alice"]) == ["15", "0"]
+    assert re.findall(r'<td class="num">(\d+)</td>', rows["bob"]) == ["15", "15"]
+    by_name = [re.search(r'href="/users/([^"]+)"', r)[1] for r in _table_rows(client.get("/users?sort=name").text, "users")]  # type: ignore[index]
+    assert by_name == sorted(by_name)
+    recent = _table_rows(client.get("/users?sort=recent").text, "users")
+    assert 'href="/users/alice"' in recent[0], "alice uploaded eval_29, the newest"
+
+
+def test_users_index_is_paged_like_the_leaderboards(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
+    client, info = app_client
+    with info["state"].db.write() as s:
+        if s.scalar(sa.select(sa.func.count()).select_from(m.User).where(m.User.name.like("pager-%"))) == 0:
+            s.add_all([m.User(name=f"pager-{i:02d}") for i in range(30)])
+    first = client.get("/users?sort=name")
+    assert "page 1 of 2" in first.text and 'rel="next" href="/users?sort=name&amp;page=2"' in first.text
+    second = client.get("/users?sort=name&page=2").text
+    assert len(_table_rows(first.text, "users")) == 25 and _table_rows(second, "users")
+    assert not set(_table_rows(first.text, "users")) & set(_table_rows(second, "users"))
+    assert _table_rows(client.get("/users?sort=name&page=99").text, "users") == _table_rows(second, "users")
+    assert client.get("/users?sort=bogus").status_code == 200
+
+
+def test_algorithms_index(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
+    client, _ = app_client
+    html = client.get("/algorithms").text
+    rows = _table_rows(html, "algorithms")
+    assert 'href="/algorithms/alg_plain">plain</a>' in rows[0], "most evaluations first"
+    assert re.findall(r'<td class="num">(\d+)</td>', rows[0]) == [str(N_EVALUATIONS - 1), "1"]
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in rows[1] and "<script>alert(1)" not in html
+    by_name = client.get("/algorithms?sort=name").text
+    assert by_name.index("alg_hostile") < by_name.index("alg_plain")  # "<" sorts before "p"
+
+
+def test_home_page_feed_of_recent_uploads(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
+    client, _ = app_client
+    feed = client.get("/").text.split('<section id="recent">', 1)[1].split("</section>", 1)[0]
+    items = re.findall(r'<a href="/evaluations/(eval_\d+)">', feed)
+    assert items == [f"eval_{i:02d}" for i in range(N_EVALUATIONS - 1, N_EVALUATIONS - 11, -1)]
+    assert re.search(r"solved after \d+ episodes", feed) and "± " in feed  # a solved one and an unsolved one
+
+
+def _hits(html: str) -> list[tuple[str, str]]:
+    return re.findall(r'<li class="hit (\w+)">.*?<a href="[^"]+">([^<]+)</a>', html)
+
+
+def test_one_search_box_finds_envs_algorithms_and_users(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
+    client, _ = app_client
+    assert 'action="/search"' in client.get("/").text
+    hits = _hits(client.get("/search", params={"q": "cartpole-v1"}).text)
+    assert hits[0] == ("env", "CartPole-v1")
+    assert _hits(client.get("/search", params={"q": "ALIC"}).text) == [("user", "alice")]  # any case
+    assert ("algorithm", "plain") in _hits(client.get("/search", params={"q": "plain"}).text)
+    assert _hits(client.get("/search", params={"q": "%"}).text) == [], "% is a character, not a wildcard"
+    assert _hits(client.get("/search", params={"q": "_", "kind": "user"}).text) == [], "as is _"
+    page = client.get("/search", params={"q": "a", "kind": "user"}).text
+    assert {kind for kind, _ in _hits(page)} == {"user"} and ("user", "alice") in _hits(page)
+    assert "Nothing matches" in client.get("/search", params={"q": "zzzz-nothing"}).text
+    assert client.get("/search", params={"q": "x" * 101}).status_code == 400
+    # many hits are paged
+    first = client.get("/search", params={"q": "-v"}).text
+    assert "page 1 of" in first and len(_hits(first)) == 25
+    second = client.get("/search", params={"q": "-v", "page": "2"}).text
+    assert _hits(second) and not set(_hits(first)) & set(_hits(second))
+
+
 def test_pages_work_without_vendor_assets(
     app_client: tuple[httpx.Client, dict[str, Any]], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -241,7 +321,15 @@ def test_own_static_assets_are_served(app_client: tuple[httpx.Client, dict[str, 
 def test_uploaded_evaluations_over_http(web_server: Any, uploads: Uploads) -> None:
     with httpx.Client(base_url=web_server.url, timeout=30) as client:
         html = client.get("/envs/CartPole-v0").text
-        assert _eval_ids(html)[:3] == uploads.cartpole
+        ids = _eval_ids(html)
+        assert ids[:2] == uploads.cartpole[:2], "the solved ones first, fewest episodes before solve first"
+        # then the unsolved ones by their best 100-episode mean, or the mean of a shorter run's episodes
+        scores = [client.get(f"/v1/evaluations/{i}").json()["score"] for i in ids[2:]]
+        ranking = [s["mean"] if s["mean"] is not None else s["episodes_mean"] for s in scores]
+        assert ranking == sorted(ranking, reverse=True)
+        # so the benchmark run's 11 perfect episodes rank above the random agent's 2,500 steps
+        perfect = [i for i, s in zip(ids[2:], scores, strict=True) if s["number_episodes"] < 100 and s["episodes_mean"] == 200]
+        assert perfect and ids.index(perfect[0]) < ids.index(uploads.cartpole[2])
         assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "<script>alert(1)" not in html
         assert "balance-agent" in html  # a benchmark evaluation shows its run's algorithm
 

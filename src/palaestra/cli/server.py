@@ -75,6 +75,14 @@ def register(subparsers: Any) -> None:
         help="URL clients reach this server at, used in upload URLs and "
         "web links (env PALAESTRA_PUBLIC_URL; default: the URL of each request)",
     )
+    parser.add_argument(
+        "--trust-proxy",
+        action="store_true",
+        default=None,
+        help="behind a reverse proxy: believe its X-Forwarded-Proto (HTTPS makes sign-in cookies Secure) "
+        "and X-Forwarded-For, from the addresses in FORWARDED_ALLOW_IPS (default 127.0.0.1) "
+        "(env PALAESTRA_TRUST_PROXY=1)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
     parser.add_argument(
         "--graceful-timeout",
@@ -118,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
                 f"--graceful-timeout must be 0 or more seconds, not {args.graceful_timeout}"
             )
         config = config.with_overrides(graceful_timeout_s=args.graceful_timeout)
+    if args.trust_proxy:
+        config = config.with_overrides(trust_proxy=True)
     check_can_start(config)
     log.info("palaestra scoreboard on http://%s:%s", _url_host(config.host), config.port)
     stopped_by = serve(config, workers=max(1, args.workers), log_level=level)

@@ -1,13 +1,20 @@
-"""``palaestra users create NAME | list | revoke NAME|KEY_ID``: API keys of the scoreboard.
+"""``palaestra users create NAME [--password | --password-stdin] [--invite] | list | revoke NAME|KEY_ID``:
+the scoreboard's users, their passwords and API keys.
 
 Works directly on the database chosen by the same flags and variables as ``palaestra server``.
 ``create`` prints the new API key on its last line (it is stored hashed and never shown again).
+A password lets the user sign in to the web pages (``/settings/profile``: their keys): the admin
+types it at a hidden prompt (``--password``) or pipes it (``--password-stdin``), never on the command
+line where ``ps`` and shell history would keep it; or ``--invite`` prints a one-time link with which
+the user sets it.
 """
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
+import sys
 from typing import Any
 
 from palaestra.cli.server import add_database_arguments, config_from_args
@@ -21,8 +28,33 @@ def register(subparsers: Any) -> None:
     )
     add_database_arguments(parser)
     sub = parser.add_subparsers(dest="users_command", metavar="ACTION", required=True)
-    create = sub.add_parser("create", help="create a user (or a new key for one); prints the key last")
+    create = sub.add_parser(
+        "create",
+        help="create a user (or a new key for one); prints the key last",
+        description="Create a user (or a new key for one) and print the key on the last line. With a "
+        "password (or an invite link, with which the user sets one) the user also signs in to the web "
+        "pages, where /settings/profile lists, creates and revokes their keys. Given again for an "
+        "existing user, --password sets a new password.",
+    )
     create.add_argument("name")
+    password = create.add_mutually_exclusive_group()
+    password.add_argument(
+        "--password", action="store_true", help="set the user's password, typed twice at a hidden prompt"
+    )
+    password.add_argument(
+        "--password-stdin", action="store_true", help="set the user's password, read from standard input"
+    )
+    create.add_argument(
+        "--invite",
+        action="store_true",
+        help="print a one-time link (valid PALAESTRA_INVITE_TTL_S, 7 days by default) with which the "
+        "user sets their password",
+    )
+    create.add_argument(
+        "--public-url",
+        help="the server's address in the invite link (env PALAESTRA_PUBLIC_URL; default "
+        "http://127.0.0.1:8000)",
+    )
     listing = sub.add_parser("list", help="list users and their keys (ids and prefixes, never the keys)")
     listing.add_argument("--json", action="store_true", help="print the keys as JSON, for scripts")
     revoke = sub.add_parser("revoke", help="revoke a key (key_... id or the key) or all keys of a user")
@@ -34,7 +66,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from palaestra.errors import Error
-    from palaestra.scoreboard.server import auth
+    from palaestra.scoreboard.server import accounts, auth
     from palaestra.scoreboard.server.state import open_database
 
     config = config_from_args(args)
@@ -42,7 +74,16 @@ def run(args: argparse.Namespace) -> int:
     db = open_database(config, migrate_now=True)
     try:
         if args.users_command == "create":
+            password = _read_password(args) if args.password or args.password_stdin else None
             key_id, key = auth.create_user(db, args.name)
+            if password is not None:
+                accounts.set_password(db, args.name.strip(), password)
+                print(f"Set the password of {args.name}: sign in at {_base_url(config)}/login.")
+            if args.invite:
+                token = accounts.create_invite(db, args.name.strip(), config.invite_ttl_s)
+                days = config.invite_ttl_s / 86400
+                print(f"Invite link for {args.name} (works once, for {days:g} days; the user sets a password there):")
+                print(f"  {_base_url(config)}/invite/{token}")
             print(f"Created API key {key_id} for user {args.name}. Keep it secret; it is not shown again.")
             print("Use it with: export PALAESTRA_API_KEY=... (or OPENAI_GYM_API_KEY for gym.upload)")
             print(key)
@@ -80,3 +121,30 @@ def _key_document(key: Any) -> dict[str, Any]:
         "revoked": key.revoked.isoformat() if key.revoked else None,
         "active": key.revoked is None,
     }
+
+
+def _read_password(args: argparse.Namespace) -> str:
+    """The new password: from standard input (``--password-stdin``, one line) or typed twice at a
+    hidden prompt; checked before anything is written."""
+    from palaestra.errors import ConfigurationError
+    from palaestra.scoreboard.server.accounts import check_password
+
+    if args.password_stdin:
+        return check_password(sys.stdin.readline().rstrip("\r\n"))
+    if not sys.stdin.isatty():
+        raise ConfigurationError(
+            "--password asks at a hidden prompt, and standard input is not a terminal; "
+            "pipe the password with --password-stdin instead."
+        )
+    password = check_password(getpass.getpass(f"Password for {args.name}: "))
+    if getpass.getpass("The same password again: ") != password:
+        raise ConfigurationError("The two passwords differ; nothing was changed.")
+    return password
+
+
+def _base_url(config: Any) -> str:
+    """Where users reach the server: its public URL, else the address ``palaestra server`` listens on."""
+    if config.public_url:
+        return str(config.public_url)
+    host = f"[{config.host}]" if ":" in config.host else config.host
+    return f"http://{host}:{config.port}"

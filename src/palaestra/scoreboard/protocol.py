@@ -267,8 +267,10 @@ class EvaluationCreate(Request):
 class EvaluationScore(Response):
     """The "solved" statistics of an evaluation (spec §4.6), computed once on ingest.
 
-    The first eight fields are :class:`palaestra.solved_stats.SolvedStats`; the server stores each
-    field in the ``evaluations`` column of the same name.
+    The first eleven fields are :class:`palaestra.solved_stats.SolvedStats`; the server stores each
+    field in the ``evaluations`` column of the same name. ``mean`` is the best ``trials``-episode
+    window's; a run with fewer training episodes has ``episodes_mean`` (the mean of those it has)
+    instead, and ``evaluation_mean`` is the mean of the evaluation episodes (type ``'e'``).
     """
 
     episode_t_value: int | None = None
@@ -279,6 +281,9 @@ class EvaluationScore(Response):
     number_timesteps: int = 0
     seconds_to_solve: float | None = None
     seconds_in_total: float | None = None
+    episodes_mean: float | None = None
+    evaluation_episodes: int = 0
+    evaluation_mean: float | None = None
     #: the window and threshold it was scored against
     trials: int = 100
     reward_threshold: float | None = None

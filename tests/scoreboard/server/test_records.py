@@ -20,7 +20,8 @@ def test_the_score_is_the_solved_stats_plus_what_they_were_scored_against_each_i
 
 
 def test_score_of_reads_the_columns_by_name() -> None:
-    given = {"trials": 100, "solved": True, "number_episodes": 3, "number_timesteps": 40, "mean": 1.5}
+    given = {"trials": 100, "solved": True, "number_episodes": 3, "number_timesteps": 40, "mean": 1.5,
+             "evaluation_episodes": 0}
     row = Evaluation(**{**dict.fromkeys(SCORE_FIELDS), **given})
     score = score_of(row)
     assert score == protocol.EvaluationScore(trials=100, solved=True, number_episodes=3, number_timesteps=40, mean=1.5)

@@ -52,7 +52,8 @@ _SERVER_HINT = (
 )
 _KEY_HINT = (
     f"Pass it (palaestra.upload(..., api_key=...)), or 'export {ENV_API_KEY}=...', or save it with "
-    "'palaestra login'. An administrator of the server creates keys with 'palaestra users create NAME'."
+    "'palaestra login'. Your keys are on the scoreboard's /settings/profile page once you sign in; an "
+    "administrator of the server also creates them with 'palaestra users create NAME'."
 )
 
 

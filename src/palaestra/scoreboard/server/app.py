@@ -70,8 +70,7 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
     app.add_middleware(BodyLimitMiddleware, config=cfg)  # inside the request-id middleware (install)
     problems.install(app)
     api.include(app)
-    app.include_router(web.router)
-    web.mount_static(app)
+    web.include(app)
     return app
 
 
@@ -104,6 +103,8 @@ def serve(
     # line per request with its request id, written by problems.RequestMiddleware instead of uvicorn.
     uvicorn_options.setdefault("log_config", logs.log_config(log_level))
     uvicorn_options.setdefault("access_log", False)
+    # uvicorn believes X-Forwarded-* from 127.0.0.1 unless told not to; only a configured proxy's count
+    uvicorn_options.setdefault("proxy_headers", config.trust_proxy)
 
     if workers > 1:
         # Each worker process builds its own app from the environment; migrate once first.
@@ -139,6 +140,10 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
         env["PALAESTRA_PUBLIC_URL"] = config.public_url
     if config.s3_endpoint_url:
         env["PALAESTRA_S3_ENDPOINT_URL"] = config.s3_endpoint_url
+    if config.trust_proxy:
+        env["PALAESTRA_TRUST_PROXY"] = "1"
+    env["PALAESTRA_SESSION_TTL_S"] = str(config.session_ttl_s)
+    env["PALAESTRA_INVITE_TTL_S"] = str(config.invite_ttl_s)
     return env
 
 

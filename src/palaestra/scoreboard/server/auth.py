@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import rate_limits
 from palaestra.scoreboard.server.db import ApiKey, Database, User, utcnow
-from palaestra.scoreboard.server.deps import get_state, run_blocking
+from palaestra.scoreboard.server.deps import get_state, run_blocking, state_of
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.state import ServerState
@@ -58,13 +58,19 @@ class KeyInfo:
     revoked: datetime | None
 
 
+def _new_key(session: Session, user_seq: int) -> tuple[str, str]:
+    """Add a new key of user ``user_seq`` to ``session``; returns ``(key_id, key)``."""
+    key = generate_key()
+    key_id = new_id("api_key", 8)
+    session.add(ApiKey(id=key_id, user_seq=user_seq, key_hash=hash_key(key), prefix=key[:10]))
+    return key_id, key
+
+
 def create_user(db: Database, name: str) -> tuple[str, str]:
     """Create user ``name`` (or add a key to it if it exists); returns ``(key_id, key)``."""
     name = name.strip()
     if not name or len(name) > 100 or any(c.isspace() for c in name):
         raise ConfigurationError(f"Invalid user name {name!r}: use 1-100 characters without spaces")
-    key = generate_key()
-    key_id = new_id("api_key", 8)
     for attempt in range(2):
         try:
             with db.write() as session:
@@ -73,12 +79,39 @@ def create_user(db: Database, name: str) -> tuple[str, str]:
                     user = User(name=name)
                     session.add(user)
                     session.flush()
-                session.add(ApiKey(id=key_id, user_seq=user.seq, key_hash=hash_key(key), prefix=key[:10]))
-            break
+                return _new_key(session, user.seq)
         except sa.exc.IntegrityError:
             if attempt:  # the user was created concurrently once already; this is something else
                 raise
-    return key_id, key
+    raise AssertionError("unreachable")
+
+
+def create_key(db: Database, user_seq: int) -> tuple[str, str]:
+    """A new key of user ``user_seq`` (the profile page's "create"); returns ``(key_id, key)``."""
+    with db.write() as session:
+        return _new_key(session, user_seq)
+
+
+def user_keys(db: Database, user_seq: int) -> list[KeyInfo]:
+    """User ``user_seq``'s keys, newest first (ids and prefixes, never the keys)."""
+    with db.read() as session:
+        rows = session.execute(
+            sa.select(User.name, ApiKey.id, ApiKey.prefix, ApiKey.created, ApiKey.revoked)
+            .join(User, User.seq == ApiKey.user_seq)
+            .where(ApiKey.user_seq == user_seq)
+            .order_by(ApiKey.created.desc(), ApiKey.id)
+        ).all()
+    return [KeyInfo(*r) for r in rows]
+
+
+def revoke_user_key(db: Database, user_seq: int, key_id: str) -> bool:
+    """Revoke key ``key_id`` if it is an active key of user ``user_seq``; whether it was."""
+    statement = (
+        sa.update(ApiKey)
+        .where(ApiKey.id == key_id, ApiKey.user_seq == user_seq, ApiKey.revoked.is_(None))
+        .values(revoked=utcnow())
+    )
+    return db.write_one(statement, {}) == 1
 
 
 def list_keys(db: Database) -> list[KeyInfo]:
@@ -111,6 +144,11 @@ def revoke(db: Database, name_or_key_id: str) -> list[str]:
 # -- the request dependency ---------------------------------------------------------------------------
 
 
+def _profile_url(request: Request) -> str:
+    """Where a user manages their keys (the page the 2017 client's hint names, on this server)."""
+    return f"{state_of(request).config.base_url(str(request.base_url))}/settings/profile"
+
+
 def _bearer(request: Request) -> str:
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
@@ -118,8 +156,9 @@ def _bearer(request: Request) -> str:
         raise Problem(
             401,
             "You must provide an API key: send 'Authorization: Bearer KEY' (palaestra upload reads "
-            "PALAESTRA_API_KEY; gym.upload reads OPENAI_GYM_API_KEY). The server's operator creates keys "
-            "with `palaestra users create NAME`.",
+            "PALAESTRA_API_KEY; gym.upload reads OPENAI_GYM_API_KEY). Create one on "
+            f"{_profile_url(request)} once signed in, or ask the server's operator "
+            "(`palaestra users create NAME`).",
         )
     if scheme.lower() != "bearer" or not token.strip():
         raise Problem(401, "The Authorization header must be 'Bearer KEY'.")
@@ -189,7 +228,7 @@ async def require_user(request: Request, state: ServerState = Depends(get_state)
         shown = key[:8] + "..." if len(key) > 8 else "..."
         raise Problem(
             401,
-            f"Invalid API key ({shown}): it is unknown to this server or was revoked. Ask the server's "
-            "operator for a key (`palaestra users create NAME`).",
+            f"Invalid API key ({shown}): it is unknown to this server or was revoked. Your keys are on "
+            f"{_profile_url(request)}; or ask the server's operator (`palaestra users create NAME`).",
         )
     return principal

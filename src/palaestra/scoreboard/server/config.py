@@ -24,6 +24,9 @@ DEFAULT_UPLOAD_TTL_S = 3600
 DEFAULT_GRACEFUL_TIMEOUT_S = 30.0
 #: Learning-curve buckets stored per evaluation.
 GRAPH_BUCKETS = 100
+#: How long a sign-in lasts (the session expires then, however active), and an invite link.
+DEFAULT_SESSION_TTL_S = 14 * 24 * 3600
+DEFAULT_INVITE_TTL_S = 7 * 24 * 3600
 
 ENV_DATABASE_URL = "PALAESTRA_DATABASE_URL"
 ENV_STORAGE = "PALAESTRA_STORAGE"
@@ -32,6 +35,7 @@ ENV_PUBLIC_URL = "PALAESTRA_PUBLIC_URL"
 ENV_S3_ENDPOINT_URL = "PALAESTRA_S3_ENDPOINT_URL"
 ENV_FFPROBE = "PALAESTRA_FFPROBE"
 ENV_INLINE_HANDLERS = "PALAESTRA_INLINE_HANDLERS"
+ENV_TRUST_PROXY = "PALAESTRA_TRUST_PROXY"
 #: Host names of a database on this machine (no host at all: a Unix socket).
 LOCAL_HOSTS = {None, "", "localhost", "127.0.0.1", "::1"}
 #: Integer settings that may also come from the environment (name -> ServerConfig field).
@@ -44,6 +48,8 @@ ENV_LIMITS = {
     "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "uploads_per_hour",
     "PALAESTRA_RATE_LIMIT_PENDING_FILES": "max_pending_files",
     "PALAESTRA_RATE_LIMIT_INVALID_KEYS": "invalid_keys_per_window",
+    "PALAESTRA_SESSION_TTL_S": "session_ttl_s",
+    "PALAESTRA_INVITE_TTL_S": "invite_ttl_s",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -93,6 +99,12 @@ class ServerConfig:
     migrate_on_start: bool = True
     #: run the busiest handlers on the event loop (``None``: when :attr:`database_is_local`)
     inline_handlers: bool | None = None
+    #: seconds a sign-in (web session) and an invite link last
+    session_ttl_s: int = DEFAULT_SESSION_TTL_S
+    invite_ttl_s: int = DEFAULT_INVITE_TTL_S
+    #: believe a reverse proxy's ``X-Forwarded-Proto``/``-For`` (from the addresses in uvicorn's
+    #: ``FORWARDED_ALLOW_IPS``, by default 127.0.0.1): the scheme decides whether cookies are Secure
+    trust_proxy: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -170,6 +182,11 @@ def resolve_config(
     for old_name, new_name in RENAMED_ENV.items():
         if env.get(old_name):
             raise ConfigurationError(f"{old_name} was replaced by {new_name} (see docs/scoreboard.md)")
+    trust = env.get(ENV_TRUST_PROXY, "").strip().lower()
+    if "trust_proxy" not in extra and trust:
+        if trust not in ("0", "1"):
+            raise ConfigurationError(f"{ENV_TRUST_PROXY} must be 1 or 0, not {env[ENV_TRUST_PROXY]!r}")
+        extra["trust_proxy"] = trust == "1"
     for name, field_name in ENV_LIMITS.items():
         if field_name not in extra and env.get(name):
             try:

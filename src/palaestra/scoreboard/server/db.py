@@ -2,7 +2,9 @@
 
 Tables (created by the Alembic migrations in ``migrations/``, never by ``create_all`` in production):
 
-- ``users``, ``api_keys`` (hashed keys; a key is shown once, at creation)
+- ``users`` (with an argon2 password hash once they have a password), ``api_keys`` (hashed keys; a
+  key is shown once, at creation)
+- ``web_sessions`` (signed-in browsers), ``invites`` (one-time links to set a password)
 - ``files`` (uploads: pending until their bytes arrived and were validated)
 - ``algorithms``, ``benchmark_runs``
 - ``evaluations``: one upload, with its scores precomputed on ingest (the "solved" statistics of
@@ -108,6 +110,31 @@ class User(Base):
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(sa.String(100), unique=True)
     created: Mapped[datetime] = mapped_column(default=utcnow)
+    #: argon2 hash of the user's password (:mod:`.accounts`); None: no password, no sign-in
+    password_hash: Mapped[str | None] = mapped_column(sa.String(200), default=None)
+
+
+class WebSession(Base):
+    """A signed-in browser: the cookie holds a random token, the table its sha256 (:mod:`.accounts`)."""
+
+    __tablename__ = "web_sessions"
+
+    token_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq", ondelete="CASCADE"), index=True)
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+    expires: Mapped[datetime] = mapped_column(index=True)
+
+
+class Invite(Base):
+    """A one-time link with which a user sets a password (``palaestra users create NAME --invite``)."""
+
+    __tablename__ = "invites"
+
+    token_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq", ondelete="CASCADE"), index=True)
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+    expires: Mapped[datetime] = mapped_column()
+    used: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class ApiKey(Base):
@@ -199,7 +226,8 @@ class Evaluation(Base):
     __tablename__ = "evaluations"
     __table_args__ = (
         sa.Index("ix_evaluations_env_seq", "env_id", "seq"),
-        # The leaderboard's default order (solved first, fewest episodes before solve, best mean) and the
+        # The leaderboard's default order (solved first, fewest episodes before solve, best mean, the mean
+        # of a short run's episodes where it has no 100-episode mean: ``ranking_mean``) and the
         # "best mean" order, so that any page of an env's leaderboard is an index range scan
         # (bench/web_pages.py: p95 under 100 ms with 10,000 evaluations).
         sa.Index(
@@ -207,7 +235,7 @@ class Evaluation(Base):
             "env_id",
             sa.text("solved DESC"),
             "episode_t_value",
-            sa.text("mean DESC"),
+            sa.text("ranking_mean DESC"),
             "seq",
         ),
         sa.Index("ix_evaluations_env_mean", "env_id", sa.text("mean DESC"), "seq"),
@@ -244,6 +272,11 @@ class Evaluation(Base):
     number_timesteps: Mapped[int] = mapped_column(sa.BigInteger, default=0)
     seconds_to_solve: Mapped[float | None] = mapped_column(sa.Float, default=None)
     seconds_in_total: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    episodes_mean: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    evaluation_episodes: Mapped[int] = mapped_column(default=0, server_default="0")
+    evaluation_mean: Mapped[float | None] = mapped_column(sa.Float, default=None)
+    #: what the unsolved evaluations of a leaderboard are ordered by (``solved_stats.ranking_mean``)
+    ranking_mean: Mapped[float | None] = mapped_column(sa.Float, default=None)
     #: palaestra.solved_stats.compute_graph_stats output (learning-curve series), or None
     graph_stats: Mapped[dict[str, Any] | None] = mapped_column(default=None, deferred=True)
     #: the benchmark's per-evaluation score (``score_evaluation``), when linked to a known benchmark

@@ -42,6 +42,7 @@ class EmbeddedScoreboard:
             port=config.port,
             log_level="warning",
             timeout_keep_alive=KEEP_ALIVE_S,
+            proxy_headers=config.trust_proxy,
         )
         self.server = uvicorn.Server(uv_config)
         self.thread = threading.Thread(target=self._serve, name="palaestra-embedded-server", daemon=True)

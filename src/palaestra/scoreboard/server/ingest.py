@@ -476,8 +476,10 @@ class EvaluationScoring:
     group: str | None
 
     def columns(self) -> dict[str, Any]:
-        """The score's columns of :class:`palaestra.scoreboard.server.db.Evaluation` (named as its fields)."""
-        return self.score.model_dump()
+        """The score's columns of :class:`palaestra.scoreboard.server.db.Evaluation` (named as its
+        fields), and the leaderboard's ``ranking_mean``."""
+        ranking = solved_stats.ranking_mean(self.score.mean, self.score.episodes_mean)
+        return {**self.score.model_dump(), "ranking_mean": ranking}
 
 
 def score_batch(

@@ -19,7 +19,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
-from palaestra.scoreboard.server.web import assets
+from palaestra.scoreboard.server.web import assets, signin
+from palaestra.solved_stats import short_mean_label
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
@@ -35,6 +36,8 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
 }
+#: A page for one browser (a signed-in user's, or with a form's CSRF token): no shared cache keeps it.
+PRIVATE_HEADERS = {"Cache-Control": "no-store"}
 
 
 #: Groups thousands in every number on the pages, in tables and (static/common.js) in charts alike.
@@ -114,16 +117,31 @@ def _environment() -> jinja2.Environment:
     env.filters["json_block"] = json_block
     env.globals["asset"] = assets.asset_url
     env.globals["vendor"] = assets.vendor_url
+    env.globals["short_mean_label"] = short_mean_label
     return env
 
 
 ENVIRONMENT = _environment()
 
 
-def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    """Render ``template`` with ``context`` (plus ``vendor_available`` and ``nav``) as an HTML response."""
+def render(
+    request: Request, template: str, status_code: int = 200, forms: bool = False, **context: Any
+) -> HTMLResponse:
+    """Render ``template`` with ``context`` as an HTML response, adding ``vendor_available``, ``nav``,
+    the signed-in ``user`` and, for a signed-in user or a page with ``forms``, the ``csrf_token`` of
+    its forms (a signed-out browser gets a pre-session cookie for it)."""
     context.setdefault("nav", "envs")
     context.setdefault("vendor_available", assets.vendor_available())
     context["request_path"] = request.url.path
+    context["request_target"] = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    user = context["user"] = signin.signed_in(request)
+    new_seed = None
+    context["csrf_token"] = ""
+    if forms or user is not None:
+        context["csrf_token"], new_seed = signin.form_token(request)
     html = ENVIRONMENT.get_template(template).render(**context)
-    return HTMLResponse(html, status_code=status_code, headers=SECURITY_HEADERS)
+    headers = SECURITY_HEADERS if user is None and not forms else {**SECURITY_HEADERS, **PRIVATE_HEADERS}
+    response = HTMLResponse(html, status_code=status_code, headers=headers)
+    if new_seed is not None:
+        signin.set_form_cookie(request, response, new_seed)
+    return response

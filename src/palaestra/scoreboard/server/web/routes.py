@@ -62,7 +62,28 @@ def not_found(request: Request, what: str) -> HTMLResponse:
 def home_page(request: Request) -> HTMLResponse:
     with database(request).read() as session:
         groups, total, active = queries.home(session)
-    return render(request, "index.html", groups=groups, total_evaluations=total, envs_with_evaluations=active)
+        recent = queries.recent_evaluations(session)
+    return render(
+        request, "index.html", groups=groups, total_evaluations=total, envs_with_evaluations=active, recent=recent
+    )
+
+
+@router.get("/search", response_class=HTMLResponse)
+def search_page(
+    request: Request,
+    q: str = Query("", max_length=queries.MAX_QUERY_LENGTH),
+    kind: str = Query("", max_length=20),
+    page: str = Query("1", max_length=12),
+) -> HTMLResponse:
+    text = q.strip()
+    if not text:
+        return render(request, "search.html", nav="search", query="", kind="", hits=[], page=None, counts={})
+    with database(request).read() as session:
+        hits, pager, counts = queries.search(session, text, kind, _page_number(page), request.url.path)
+    shown_kind = kind if kind in queries.SEARCH_KINDS else ""
+    return render(
+        request, "search.html", nav="search", query=text, kind=shown_kind, hits=hits, page=pager, counts=counts
+    )
 
 
 #: What an env without a picture shows (with a 404: browsers draw an image body whatever the status).
@@ -105,6 +126,22 @@ def env_page(
 # -- users and algorithms ----------------------------------------------------------------------------
 
 
+@router.get("/users", response_class=HTMLResponse)
+def users_page(request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)) -> HTMLResponse:
+    with database(request).read() as session:
+        users, pager = queries.users_index(session, sort, _page_number(page), request.url.path)
+    return render(request, "users.html", nav="users", users=users, page=pager)
+
+
+@router.get("/algorithms", response_class=HTMLResponse)
+def algorithms_page(
+    request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)
+) -> HTMLResponse:
+    with database(request).read() as session:
+        algorithms, pager = queries.algorithms_index(session, sort, _page_number(page), request.url.path)
+    return render(request, "algorithms.html", nav="algorithms", algorithms=algorithms, page=pager)
+
+
 @router.get("/users/{name:path}", response_class=HTMLResponse)
 def user_page(request: Request, name: str, page: str = Query("1", max_length=12)) -> HTMLResponse:
     with database(request).read() as session:
@@ -124,6 +161,7 @@ def user_page(request: Request, name: str, page: str = Query("1", max_length=12)
         page=pager,
         show_algorithm=True,
         show_user=False,
+        nav="users",
     )
 
 
@@ -181,6 +219,7 @@ def algorithm_page(
         show_algorithm=False,
         show_user=True,
         across=across,
+        nav="algorithms",
     )
 
 

@@ -121,6 +121,44 @@ class EvaluationRow:
     number_episodes: int
     created: datetime | None
     writeup: str | None
+    #: the solving window; a run shorter than it shows ``episodes_mean`` (``solved_stats``) instead of ``mean``
+    trials: int = 100
+    episodes_mean: float | None = None
+    evaluation_episodes: int = 0
+    evaluation_mean: float | None = None
+
+
+@dataclass(frozen=True)
+class UserCard:
+    """One user on ``/users``."""
+
+    name: str
+    created: datetime | None
+    n_evaluations: int
+    n_solved: int
+    last_upload: datetime | None
+
+
+@dataclass(frozen=True)
+class AlgorithmCard:
+    """One algorithm on ``/algorithms``: its evaluations are its own and its benchmark runs'."""
+
+    id: str
+    name: str
+    owner: str
+    n_evaluations: int
+    n_envs: int
+    last_upload: datetime | None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One search result: what it is (``env``, ``algorithm``, ``user``), its name, page and a detail."""
+
+    kind: str
+    label: str
+    url: str
+    detail: str
 
 
 @dataclass(frozen=True)
