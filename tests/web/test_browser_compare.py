@@ -129,3 +129,28 @@ def test_env_page_shows_a_picture_of_the_environment(page: Page, web_server: Any
     assert pg.evaluate("document.querySelector('figure.env-picture img').naturalWidth") == 600
     screenshot(pg, "env-picture", full_page=False)
     _no_page_errors(record)
+
+
+#: Elements reaching past a 390-pixel screen, outside the scrollable table wrappers.
+WIDER_THAN_SCREEN_JS = """Array.from(document.querySelectorAll('body *'))
+  .filter(e => e.getBoundingClientRect().right > 392 && !e.closest('.table-wrap'))
+  .slice(0, 5).map(e => `${e.tagName}.${e.className}#${e.id}`)"""
+
+
+def test_compare_and_benchmark_pages_fit_a_phone(browser: Any, web_server: Any, uploads: Uploads) -> None:
+    require_vendor_assets()
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        pg = context.new_page()
+        pg.goto(f"{web_server.url}/compare?e={uploads.cartpole[0]}&e={uploads.cartpole[1]}")
+        pg.locator("#compare-chart[data-series]").wait_for()
+        # (a mobile page wider than its content zooms out: compare with the screen, not innerWidth)
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+        screenshot(pg, "compare-phone")
+        pg.goto(f"{web_server.url}/benchmarks/ClassicControl2-v1")
+        pg.locator("#chart-profiles[data-bands]").wait_for()
+        wide = pg.evaluate(WIDER_THAN_SCREEN_JS)
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 390, wide
+        screenshot(pg, "benchmark-phone")
+    finally:
+        context.close()
