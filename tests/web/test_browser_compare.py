@@ -5,6 +5,7 @@ The server is filled by real uploads (see conftest.py); screenshots go to test-a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -99,6 +100,11 @@ def test_smoothing_changes_the_drawn_series_and_the_address(page: Page, web_serv
     assert pg.locator("#smoothing").input_value() == "ema"
     assert pg.locator("#ema-weight").input_value() == "0.9"
     assert "against timestep" in pg.locator("#compare-chart .u-title").inner_text()
+    # the legend's values are formatted as the tables are: thousands grouped by a thin space
+    pg.evaluate("(() => { const p = window.palaestraCompare.plot; "
+                "p.setCursor({left: p.bbox.width / devicePixelRatio * 0.8, top: 20}); })()")
+    timestep = pg.locator("#compare-chart .u-legend .u-value").first.inner_text()
+    assert re.fullmatch(r"\d{1,3}(\u2009\d{3})+", timestep), timestep
     _no_page_errors(record)
 
 
