@@ -71,6 +71,12 @@ def test_unknown_ids_get_a_clear_message_not_an_error(web_server: Any, uploads: 
         assert re.search(r'id="missing">Not found, so left out: <code>eval_nope</code>', some_known.text)
         assert [s["id"] for s in _json_block(some_known.text, "compare-data")["series"]] == [uploads.cartpole[0]]
 
+        # an evaluation page links to its comparison with the env's best
+        third = client.get(f"/evaluations/{uploads.cartpole[2]}").text
+        link = re.search(r'<a id="compare-best" href="([^"]+)">', third)
+        assert link and html.unescape(link[1]).startswith(f"/compare?e={uploads.cartpole[2]}&e=eval_")
+        assert client.get(html.unescape(link[1])).status_code == 200
+
         nothing = client.get("/compare")
         assert nothing.status_code == 200 and "Nothing selected" in nothing.text
 

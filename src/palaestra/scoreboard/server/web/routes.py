@@ -265,6 +265,10 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
     downloads.append(Download("Evaluation (JSON, API)", f"/v1/evaluations/{ev.id}"))
     for v in videos:
         downloads.append(Download(f"Video of episode {v.video.episode_id} ({v.video.name})", v.url))
+    best = None
+    if ev.env_id:
+        with database(request).read() as session:
+            best = queries.best_evaluation_id(session, ev.env_id)
     return render(
         request,
         "evaluation.html",
@@ -276,6 +280,7 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         curves=_curves(request, ev),
         downloads=downloads,
         has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
+        compare_url=compare.CompareSettings().url([ev.id, best]) if best and best != ev.id else None,
     )
 
 
