@@ -147,9 +147,8 @@ def _render_main(env_id: str) -> int:
 
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    import palaestra.envs  # noqa: F401, I001  (first: registers palaestra's envs, picks MuJoCo's EGL)
     import gymnasium
-
-    import palaestra.envs  # noqa: F401  (registers palaestra's envs)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
