@@ -11,6 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from palaestra.scoreboard.server.pictures import ANIMATION_WIDTH
 from palaestra.scoreboard.server.web.compare import PALETTE
 from tests.web.test_browser import COUNT_PIXELS_JS, _no_page_errors
 from tests.web.web_helpers import PageRecord, Uploads, poll, require_vendor_assets, screenshot
@@ -130,9 +131,9 @@ def test_env_page_shows_a_picture_of_the_environment(page: Page, web_server: Any
     pg.goto(f"{web_server.url}/envs/CartPole-v0")
     image = pg.locator("figure.env-picture img")
     image.wait_for()
-    # the first request takes a frame of the uploaded video with ffmpeg
+    # the first request makes an animation of the uploaded video with ffmpeg
     poll(pg, "document.querySelector('figure.env-picture img').complete", timeout_s=60)
-    assert pg.evaluate("document.querySelector('figure.env-picture img').naturalWidth") == 600
+    assert pg.evaluate("document.querySelector('figure.env-picture img').naturalWidth") == ANIMATION_WIDTH
     screenshot(pg, "env-picture", full_page=False)
     _no_page_errors(record)
 

@@ -74,17 +74,18 @@ _NO_PICTURE_SVG = (
 
 
 # registered before the env page, whose {env_id:path} would match this address too
-@router.get("/envs/{env_id:path}/picture.png")
+@router.get("/envs/{env_id:path}/picture")
 def env_picture(request: Request, env_id: str) -> Response:
-    """The env's picture: a frame of an uploaded video, or rendered here once (pictures.py)."""
+    """The env's picture: a short animation of an uploaded video, or a still rendered here once
+    (pictures.py); PNG or animated WebP."""
     entry = catalogue.lookup(env_id)
     installed = entry is not None and entry.available
     found = pictures.env_picture(blob_store(request), database(request), env_id, installed)
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=86400"}
     if found is None:
         return Response(_NO_PICTURE_SVG, status_code=404, media_type="image/svg+xml", headers=headers)
-    png, source = found
-    return Response(png, media_type="image/png", headers={**headers, "X-Picture-Source": source})
+    picture, source = found
+    return Response(picture, media_type=pictures.media_type(picture), headers={**headers, "X-Picture-Source": source})
 
 
 @router.get("/envs/{env_id:path}", response_class=HTMLResponse)
