@@ -172,3 +172,23 @@ def test_env_pictures_come_from_a_video_or_are_rendered_once_and_kept(web_server
     assert missing.status_code == 404 and missing.headers["content-type"].startswith("image/svg+xml")
     assert b"No picture" in missing.content
     assert '<img src="/envs/CartPole-v0/picture"' in page
+
+
+def test_evaluations_without_training_episodes_are_listed_but_not_drawn() -> None:
+    from datetime import datetime, timezone
+
+    from palaestra.scoreboard import protocol
+    from palaestra.scoreboard.server.records import EvaluationRecord
+    from palaestra.scoreboard.server.web.compare import chart_data
+
+    score = protocol.EvaluationScore(**{name: None for name in protocol.EvaluationScore.model_fields} | {
+        "number_episodes": 0, "number_timesteps": 0, "trials": 100, "reward_threshold": 475.0, "solved": False})
+    record = EvaluationRecord(
+        id="eval_empty", env_id="CartPole-v1", env_listed=True, env_group="classic_control", algorithm=None,
+        benchmark_run_id=None, writeup=None, gym_version=None, training_episode_batch=None,
+        training_video=None, owner="alice", score=score, videos=(), created=datetime.now(timezone.utc),
+        episode_batch_key=None,
+    )
+    compared, data = chart_data([record], [None])
+    assert [c.has_curve for c in compared] == [False] and data == {"threshold": 475.0, "series": []}
+    assert compared[0].label == "unnamed · alice · eval_empty"
