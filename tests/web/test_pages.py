@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import html
 import io
 import json
 import re
@@ -214,6 +215,20 @@ def test_user_and_algorithm_pages(app_client: tuple[httpx.Client, dict[str, Any]
     plain = client.get("/algorithms/alg_plain").text
     assert "Algorithm plain" in plain and 'href="https://example.org/plain"' in plain
     assert len(_eval_ids(plain)) == 25 and "page 1 of 2" in plain
+
+
+def test_compare_and_across_runs_on_both_databases(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
+    client, _ = app_client
+    page = client.get("/algorithms/alg_plain", params={"stat": "iqm"}).text
+    across = json.loads(html.unescape(re.search(r'id="across-data">(.*?)</script>', page, re.S)[1]))
+    # every evaluation but eval_04 (the hostile algorithm's), pooled up to episode 149 (the shortest run)
+    assert across["runs"] == N_EVALUATIONS - 1 and across["x"][-1] == 149 and across["metric"] == "iqm"
+    assert all(lo <= v <= hi for lo, v, hi in zip(across["low"], across["value"], across["high"], strict=True))
+    assert re.search(r'<option value="CartPole-v1" selected>CartPole-v1 \(29 evaluations\)</option>', page)
+    compared = client.get("/compare", params=[("e", "eval_00"), ("e", "eval_04"), ("e", "eval_nope")])
+    assert compared.status_code == 200 and "<code>eval_nope</code>" in compared.text
+    data = json.loads(html.unescape(re.search(r'id="compare-data">(.*?)</script>', compared.text, re.S)[1]))
+    assert [s["id"] for s in data["series"]] == ["eval_00", "eval_04"] and data["threshold"] == 475.0
 
 
 def test_pages_work_without_vendor_assets(
