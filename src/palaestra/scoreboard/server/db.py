@@ -132,6 +132,12 @@ class ServerSetting(Base):
 
 class FileRecord(Base):
     __tablename__ = "files"
+    #: gc finds expired pending files with the first; the rate limits count a user's recent (and
+    #: pending) files with the second (:mod:`.rate_limits`)
+    __table_args__ = (
+        sa.Index("ix_files_status_expires", "status", "expires"),
+        sa.Index("ix_files_user_created", "user_seq", "created"),
+    )
 
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(sa.String(40), unique=True)  # file_...
@@ -151,6 +157,8 @@ class FileRecord(Base):
     ingest: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     #: the evaluation that consumed this file (a file backs at most one evaluation)
     evaluation_id: Mapped[str | None] = mapped_column(sa.String(40), index=True, default=None)
+    #: sha256 hex of the stored episode batch (checked when it is read; NULL: not recorded)
+    sha256: Mapped[str | None] = mapped_column(sa.String(64), default=None)
 
 
 class Algorithm(Base):
@@ -222,6 +230,8 @@ class Evaluation(Base):
     training_video: Mapped[str | None] = mapped_column(sa.String(40), default=None)  # file id
     #: blob key of the enriched episode batch (uploaded keys + env_id + initial_reset_timestamp)
     episode_batch_key: Mapped[str | None] = mapped_column(sa.String(300), default=None)
+    #: sha256 hex of that blob, checked whenever it is read (NULL: stored before hashes were recorded)
+    episode_batch_sha256: Mapped[str | None] = mapped_column(sa.String(64), default=None)
     # -- "solved" statistics (palaestra.solved_stats.SolvedStats) and what they were scored against --
     trials: Mapped[int] = mapped_column(default=100)
     reward_threshold: Mapped[float | None] = mapped_column(sa.Float, default=None)
@@ -261,6 +271,7 @@ class EnvStats(Base):
 
 class IdempotencyKey(Base):
     __tablename__ = "idempotency_keys"
+    __table_args__ = (sa.Index("ix_idempotency_keys_created", "created"),)
 
     user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"), primary_key=True)
     key: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
@@ -270,6 +281,17 @@ class IdempotencyKey(Base):
     status_code: Mapped[int] = mapped_column()
     response: Mapped[dict[str, Any]] = mapped_column()
     created: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RateCounter(Base):
+    """Hits of one rate-limited subject (``bucket``, e.g. ``invalid_key:203.0.113.7``) in one fixed
+    window starting at ``window_start`` (Unix seconds): shared by every process on the database."""
+
+    __tablename__ = "rate_counters"
+
+    bucket: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    window_start: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    hits: Mapped[int] = mapped_column(sa.Integer)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from palaestra import catalogue
-from palaestra.scoreboard.protocol import EpisodeBatchError
+from palaestra.scoreboard.protocol import EpisodeBatchError, parse_json
 from palaestra.scoreboard.server import pictures
 from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.ingest import stored_batch_document
@@ -25,7 +25,7 @@ from palaestra.scoreboard.server.records import (
     evaluation_record,
     evaluation_select,
 )
-from palaestra.scoreboard.server.storage import BlobStore
+from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
 from palaestra.scoreboard.server.web import aggregate, compare, curves, queries
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web.render import render
@@ -206,7 +206,7 @@ def _terminal_fallback(request: Request, video: StoredVideo) -> str | None:
 def _last_frame_text(store: BlobStore, key: str) -> str | None:
     """Cached per (store, key): a stored blob never changes."""
     try:
-        doc = json.loads(store.get_bytes(key))
+        doc = parse_json(store.get_bytes(key), "The recording")
         frames = doc.get("stdout") or []
         text = str(frames[-1][1])
     except Exception:  # a broken recording only loses its fallback text
@@ -230,8 +230,7 @@ def _curves(request: Request, ev: EvaluationRecord) -> dict[str, Any] | None:
     data: dict[str, Any] | None = None
     if ev.episode_batch_key:
         try:
-            doc = stored_batch_document(blob_store(request).get_bytes(ev.episode_batch_key), ev.env_id)
-            data = curves.from_episode_batch(doc, score.trials, score.reward_threshold)
+            data = curves.from_episode_batch(_stored_batch_document(request, ev), score.trials, score.reward_threshold)
         except Exception as e:
             logger.warning("Cannot read the episode batch of %s (%s); using the binned curves", ev.id, e)
     if data is None:
@@ -369,8 +368,8 @@ def _bytes_response(
 @router.get("/evaluations/{evaluation_id}/episode_batch.json")
 def episode_batch_download(request: Request, evaluation_id: str) -> Response:
     doc = _stored_batch(request, _record(request, evaluation_id))
-    if doc is None:
-        return Response("no such episode batch", status_code=404, media_type="text/plain")
+    if isinstance(doc, Response):
+        return doc
     headers = {
         "X-Content-Type-Options": "nosniff",
         "Cache-Control": "public, max-age=86400",
@@ -379,22 +378,38 @@ def episode_batch_download(request: Request, evaluation_id: str) -> Response:
     return Response(json.dumps(doc), media_type="application/json", headers=headers)
 
 
-def _stored_batch(request: Request, ev: EvaluationRecord | None) -> dict[str, Any] | None:
-    """The 2017 stored document of evaluation ``ev``'s episode batch; None if it has none or it is gone."""
+def _stored_batch_document(request: Request, ev: EvaluationRecord) -> dict[str, Any]:
+    """The 2017 stored document of ``ev``'s episode batch, its sha256 checked (:class:`BlobDamaged`)."""
+    assert ev.episode_batch_key is not None
+    data = blob_store(request).get_verified(ev.episode_batch_key, ev.episode_batch_sha256)
+    return stored_batch_document(data, ev.env_id)
+
+
+def _stored_batch(request: Request, ev: EvaluationRecord | None) -> dict[str, Any] | Response:
+    """The 2017 stored document of evaluation ``ev``'s episode batch, or the answer that says why not:
+    404 if it has none or it is gone, 500 naming the fault if its bytes are not those scored."""
     if ev is None or not ev.episode_batch_key:
-        return None
+        return Response("no such episode batch", status_code=404, media_type="text/plain")
     try:
-        return stored_batch_document(blob_store(request).get_bytes(ev.episode_batch_key), ev.env_id)
+        return _stored_batch_document(request, ev)
     except (LookupError, EpisodeBatchError) as e:
         logger.warning("Cannot read the episode batch of %s (%s)", ev.id, e)
-        return None
+        return Response("no such episode batch", status_code=404, media_type="text/plain")
+    except BlobDamaged as e:
+        logger.error("Not serving the episode batch of %s: %s", ev.id, e)
+        return Response(
+            f"The stored episode batch of {ev.id} is not the one it was scored on: {e} It is not "
+            "served; the server's operator can restore it from a backup.",
+            status_code=500,
+            media_type="text/plain",
+        )
 
 
 @router.get("/evaluations/{evaluation_id}/episodes.csv")
 def episodes_csv(request: Request, evaluation_id: str) -> Response:
     doc = _stored_batch(request, _record(request, evaluation_id))
-    if doc is None:
-        return Response("no such episode batch", status_code=404, media_type="text/plain")
+    if isinstance(doc, Response):
+        return doc
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["episode", "type", "length", "reward", "timestamp", "seconds", "data_source"])
