@@ -5,11 +5,13 @@ The server is filled by real uploads (see conftest.py); screenshots go to test-a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from palaestra.scoreboard.server.pictures import ANIMATION_WIDTH
 from palaestra.scoreboard.server.web.compare import PALETTE
 from tests.web.test_browser import COUNT_PIXELS_JS, _no_page_errors
 from tests.web.web_helpers import PageRecord, Uploads, poll, require_vendor_assets, screenshot
@@ -99,6 +101,11 @@ def test_smoothing_changes_the_drawn_series_and_the_address(page: Page, web_serv
     assert pg.locator("#smoothing").input_value() == "ema"
     assert pg.locator("#ema-weight").input_value() == "0.9"
     assert "against timestep" in pg.locator("#compare-chart .u-title").inner_text()
+    # the legend's values are formatted as the tables are: thousands grouped by a thin space
+    pg.evaluate("(() => { const p = window.palaestraCompare.plot; "
+                "p.setCursor({left: p.bbox.width / devicePixelRatio * 0.8, top: 20}); })()")
+    timestep = pg.locator("#compare-chart .u-legend .u-value").first.inner_text()
+    assert re.fullmatch(r"\d{1,3}(\u2009\d{3})+", timestep), timestep
     _no_page_errors(record)
 
 
@@ -124,8 +131,33 @@ def test_env_page_shows_a_picture_of_the_environment(page: Page, web_server: Any
     pg.goto(f"{web_server.url}/envs/CartPole-v0")
     image = pg.locator("figure.env-picture img")
     image.wait_for()
-    # the first request takes a frame of the uploaded video with ffmpeg
+    # the first request makes an animation of the uploaded video with ffmpeg
     poll(pg, "document.querySelector('figure.env-picture img').complete", timeout_s=60)
-    assert pg.evaluate("document.querySelector('figure.env-picture img').naturalWidth") == 600
+    assert pg.evaluate("document.querySelector('figure.env-picture img').naturalWidth") == ANIMATION_WIDTH
     screenshot(pg, "env-picture", full_page=False)
     _no_page_errors(record)
+
+
+#: Elements reaching past a 390-pixel screen, outside the scrollable table wrappers.
+WIDER_THAN_SCREEN_JS = """Array.from(document.querySelectorAll('body *'))
+  .filter(e => e.getBoundingClientRect().right > 392 && !e.closest('.table-wrap'))
+  .slice(0, 5).map(e => `${e.tagName}.${e.className}#${e.id}`)"""
+
+
+def test_compare_and_benchmark_pages_fit_a_phone(browser: Any, web_server: Any, uploads: Uploads) -> None:
+    require_vendor_assets()
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        pg = context.new_page()
+        pg.goto(f"{web_server.url}/compare?e={uploads.cartpole[0]}&e={uploads.cartpole[1]}")
+        pg.locator("#compare-chart[data-series]").wait_for()
+        # (a mobile page wider than its content zooms out: compare with the screen, not innerWidth)
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+        screenshot(pg, "compare-phone")
+        pg.goto(f"{web_server.url}/benchmarks/ClassicControl2-v1")
+        pg.locator("#chart-profiles[data-bands]").wait_for()
+        wide = pg.evaluate(WIDER_THAN_SCREEN_JS)
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 390, wide
+        screenshot(pg, "benchmark-phone")
+    finally:
+        context.close()

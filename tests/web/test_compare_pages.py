@@ -71,6 +71,12 @@ def test_unknown_ids_get_a_clear_message_not_an_error(web_server: Any, uploads: 
         assert re.search(r'id="missing">Not found, so left out: <code>eval_nope</code>', some_known.text)
         assert [s["id"] for s in _json_block(some_known.text, "compare-data")["series"]] == [uploads.cartpole[0]]
 
+        # an evaluation page links to its comparison with the env's best
+        third = client.get(f"/evaluations/{uploads.cartpole[2]}").text
+        link = re.search(r'<a id="compare-best" href="([^"]+)">', third)
+        assert link and html.unescape(link[1]).startswith(f"/compare?e={uploads.cartpole[2]}&e=eval_")
+        assert client.get(html.unescape(link[1])).status_code == 200
+
         nothing = client.get("/compare")
         assert nothing.status_code == 200 and "Nothing selected" in nothing.text
 
@@ -142,23 +148,47 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 
 def test_env_pictures_come_from_a_video_or_are_rendered_once_and_kept(web_server: Any, uploads: Uploads) -> None:
-    from palaestra.scoreboard.server.pictures import picture_key
+    from palaestra.scoreboard.server.pictures import ANIMATION_WIDTH, picture_key
 
     with httpx.Client(base_url=web_server.url, timeout=180) as client:
-        # CartPole-v0 has an uploaded mp4 (600x400): ffmpeg takes a frame of it
-        cartpole = client.get("/envs/CartPole-v0/picture.png")
-        # FrozenLake-v1 has only terminal recordings: the server renders it (rgb_array) once
-        frozenlake = client.get("/envs/FrozenLake-v1/picture.png")
-        again = client.get("/envs/FrozenLake-v1/picture.png")
-        missing = client.get("/envs/Nope-v0/picture.png")
+        # CartPole-v0 has an uploaded mp4: its first seconds become an animated WebP
+        cartpole = client.get("/envs/CartPole-v0/picture")
+        # FrozenLake-v1 has only terminal recordings: the server renders a still (rgb_array) once
+        frozenlake = client.get("/envs/FrozenLake-v1/picture")
+        again = client.get("/envs/FrozenLake-v1/picture")
+        missing = client.get("/envs/Nope-v0/picture")
         page = client.get("/envs/CartPole-v0").text
-    assert cartpole.status_code == 200 and cartpole.headers["content-type"] == "image/png"
-    assert cartpole.headers["x-picture-source"] in ("video", "stored") and _png_size(cartpole.content) == (600, 400)
+    assert cartpole.status_code == 200 and cartpole.headers["content-type"] == "image/webp"
+    assert cartpole.headers["x-picture-source"] in ("video", "stored")
+    webp = cartpole.content
+    assert webp[:4] == b"RIFF" and webp[8:16] == b"WEBPVP8X" and b"ANIM" in webp[:64], "an animated WebP"
+    assert int.from_bytes(webp[24:27], "little") + 1 == ANIMATION_WIDTH  # VP8X canvas width - 1
+    assert webp.count(b"ANMF") > 1, "more than one frame"
     assert frozenlake.status_code == 200 and frozenlake.headers["x-picture-source"] in ("render", "stored")
-    assert _png_size(frozenlake.content) == (256, 256)
+    assert frozenlake.headers["content-type"] == "image/png" and _png_size(frozenlake.content) == (256, 256)
     assert again.headers["x-picture-source"] == "stored" and again.content == frozenlake.content
     stored = list(web_server.data_dir.rglob(picture_key("FrozenLake-v1").rsplit("/", 1)[1]))
     assert len(stored) == 1 and stored[0].read_bytes() == frozenlake.content, "kept in the blob store"
     assert missing.status_code == 404 and missing.headers["content-type"].startswith("image/svg+xml")
     assert b"No picture" in missing.content
-    assert '<img src="/envs/CartPole-v0/picture.png"' in page
+    assert '<img src="/envs/CartPole-v0/picture"' in page
+
+
+def test_evaluations_without_training_episodes_are_listed_but_not_drawn() -> None:
+    from datetime import datetime, timezone
+
+    from palaestra.scoreboard import protocol
+    from palaestra.scoreboard.server.records import EvaluationRecord
+    from palaestra.scoreboard.server.web.compare import chart_data
+
+    score = protocol.EvaluationScore(**{name: None for name in protocol.EvaluationScore.model_fields} | {
+        "number_episodes": 0, "number_timesteps": 0, "evaluation_episodes": 0, "trials": 100, "reward_threshold": 475.0, "solved": False})
+    record = EvaluationRecord(
+        id="eval_empty", env_id="CartPole-v1", env_listed=True, env_group="classic_control", algorithm=None,
+        benchmark_run_id=None, writeup=None, gym_version=None, training_episode_batch=None,
+        training_video=None, owner="alice", score=score, videos=(), created=datetime.now(timezone.utc),
+        episode_batch_key=None,
+    )
+    compared, data = chart_data([record], [None])
+    assert [c.has_curve for c in compared] == [False] and data == {"threshold": 475.0, "series": []}
+    assert compared[0].label == "unnamed · alice · eval_empty"

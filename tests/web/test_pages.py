@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import html
 import io
 import json
 import re
@@ -294,6 +295,20 @@ def test_one_search_box_finds_envs_algorithms_and_users(app_client: tuple[httpx.
     assert "page 1 of" in first and len(_hits(first)) == 25
     second = client.get("/search", params={"q": "-v", "page": "2"}).text
     assert _hits(second) and not set(_hits(first)) & set(_hits(second))
+
+
+def test_compare_and_across_runs_on_both_databases(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
+    client, _ = app_client
+    page = client.get("/algorithms/alg_plain", params={"stat": "iqm"}).text
+    across = json.loads(html.unescape(re.search(r'id="across-data">(.*?)</script>', page, re.S)[1]))
+    # every evaluation but eval_04 (the hostile algorithm's), pooled up to episode 149 (the shortest run)
+    assert across["runs"] == N_EVALUATIONS - 1 and across["x"][-1] == 149 and across["metric"] == "iqm"
+    assert all(lo <= v <= hi for lo, v, hi in zip(across["low"], across["value"], across["high"], strict=True))
+    assert re.search(r'<option value="CartPole-v1" selected>CartPole-v1 \(29 evaluations\)</option>', page)
+    compared = client.get("/compare", params=[("e", "eval_00"), ("e", "eval_04"), ("e", "eval_nope")])
+    assert compared.status_code == 200 and "<code>eval_nope</code>" in compared.text
+    data = json.loads(html.unescape(re.search(r'id="compare-data">(.*?)</script>', compared.text, re.S)[1]))
+    assert [s["id"] for s in data["series"]] == ["eval_00", "eval_04"] and data["threshold"] == 475.0
 
 
 def test_pages_work_without_vendor_assets(

@@ -30,6 +30,7 @@ from palaestra.errors import (
 )
 from palaestra.monitoring.sb3_import import import_sb3
 from palaestra.scoreboard.client import RetryPolicy, ScoreboardClient, prepare_training_directory
+from palaestra.scoreboard.server.web.render import fmt_number
 from tests.scoreboard.client.client_helpers import (
     environ_without_config,
     manifest_of,
@@ -476,8 +477,8 @@ def test_a_cleanrl_style_vector_training_loop_uploads_and_shows_on_the_evaluatio
     assert evaluation.training_video is not None
     page = httpx.get(f"{scoreboard_server.url}/evaluations/{evaluation_id}", timeout=30)
     assert page.status_code == 200
-    assert f"<dt>Training episodes</dt><dd>{len(results['episode_lengths'])}</dd>" in page.text
-    assert f"<dt>Training timesteps</dt><dd>{sum(results['episode_lengths'])}</dd>" in page.text
+    assert f"<dt>Training episodes</dt><dd>{fmt_number(len(results['episode_lengths']))}</dd>" in page.text
+    assert f"<dt>Training timesteps</dt><dd>{fmt_number(sum(results['episode_lengths']))}</dd>" in page.text
     assert "cleanrl-style" in page.text
 
 

@@ -1,10 +1,12 @@
 """A picture of each environment for its page, made once and kept in the blob store.
 
-- :func:`env_picture`: the PNG of an env: the cached one, else a frame of an uploaded mp4 of the env
-  (ffmpeg takes the frame one second in, or the first), else one rendered here where the env is
-  installed (``render_mode="rgb_array"`` after ``reset(seed=0)``, in a child process, so that an
-  env that crashes or hangs cannot take the server with it). ``None`` when neither is possible.
-- :func:`picture_key`: where the PNG is kept.
+- :func:`env_picture`: the picture of an env: the cached one, else a short animation of the first
+  uploaded mp4 of the env (its first :data:`ANIMATION_SECONDS` seconds as an animated WebP,
+  :data:`ANIMATION_WIDTH` pixels wide; a still PNG of it where this ffmpeg has no WebP encoder), else
+  a still rendered here where the env is installed (``render_mode="rgb_array"`` after
+  ``reset(seed=0)``, in a child process, so that an env that crashes or hangs cannot take the server
+  with it). ``None`` when neither is possible.
+- :func:`picture_key`: where it is kept; :func:`media_type`: PNG or WebP, read from its first bytes.
 
 ffmpeg is the one encoder (imageio-ffmpeg's binary, as for videos): it also turns a rendered frame
 into a PNG, so the server needs no imaging library.
@@ -28,13 +30,16 @@ from palaestra.scoreboard.server.db import Database, Evaluation
 from palaestra.scoreboard.server.records import stored_videos
 from palaestra.scoreboard.server.storage import BlobStore
 
-__all__ = ["env_picture", "picture_key", "render_png"]
+__all__ = ["env_picture", "media_type", "picture_key", "render_png"]
 
 logger = logging.getLogger("palaestra.scoreboard.pictures")
 
 #: Seconds a child process may take to import, make, reset and render an env.
 RENDER_TIMEOUT_S = 120
 FFMPEG_TIMEOUT_S = 60
+ANIMATION_SECONDS = 3
+ANIMATION_FPS = 10
+ANIMATION_WIDTH = 320
 #: Envs (per blob store) whose picture could not be made: not tried again until the server restarts
 #: (or until more than _MAX_FAILED were remembered: any path can be asked for, so the set is bounded).
 _failed: set[tuple[str, str]] = set()
@@ -43,11 +48,16 @@ _lock = threading.Lock()
 
 
 def picture_key(env_id: str) -> str:
-    return f"pictures/envs/{hashlib.sha256(env_id.encode()).hexdigest()[:32]}.png"
+    return f"pictures/envs/{hashlib.sha256(env_id.encode()).hexdigest()[:32]}"
+
+
+def media_type(picture: bytes) -> str:
+    """``image/webp`` for an (animated) WebP, else ``image/png``."""
+    return "image/webp" if picture[:4] == b"RIFF" and picture[8:12] == b"WEBP" else "image/png"
 
 
 def env_picture(store: BlobStore, db: Database, env_id: str, installed: bool) -> tuple[bytes, str] | None:
-    """``(PNG bytes, source)`` of ``env_id``'s picture (source: ``stored``, ``video`` or ``render``),
+    """``(PNG or WebP bytes, source)`` of ``env_id``'s picture (source: ``stored``, ``video`` or ``render``),
     made and stored on first use; ``None`` if there is no video to take it from and the env is not
     ``installed`` here (or making it failed before)."""
     key = picture_key(env_id)
@@ -94,7 +104,14 @@ def _from_video(store: BlobStore, db: Database, env_id: str) -> bytes | None:
         if path is None:
             path = Path(folder) / "video.mp4"
             store.download(key, path)
-        # one second in shows the env moving; a shorter video gives its first frame
+        animation = _ffmpeg_output(
+            ["-t", str(ANIMATION_SECONDS), "-i", str(path)],
+            ["-vf", f"fps={ANIMATION_FPS},scale={ANIMATION_WIDTH}:-2", "-c:v", "libwebp_anim", "-loop", "0",
+             "-quality", "70", "-f", "webp", "-"],
+        )  # fmt: skip
+        if animation is not None and media_type(animation) == "image/webp":
+            return animation
+        # a still: one second in shows the env moving; a shorter video gives its first frame
         for seek in ("1", "0"):
             png = _ffmpeg_png(["-ss", seek, "-i", str(path)], None)
             if png:
@@ -103,15 +120,20 @@ def _from_video(store: BlobStore, db: Database, env_id: str) -> bytes | None:
     return None
 
 
-def _ffmpeg_png(input_args: list[str], stdin: bytes | None) -> bytes | None:
-    command = [ffmpeg_binary(), "-nostats", "-hide_banner", "-loglevel", "error", *input_args]
-    command += ["-frames:v", "1", "-f", "image2pipe", "-c:v", "png", "-"]
+def _ffmpeg_output(input_args: list[str], output_args: list[str], stdin: bytes | None = None) -> bytes | None:
+    """What ffmpeg writes to stdout, or None if it fails (an encoder this build lacks, a broken video)."""
+    command = [ffmpeg_binary(), "-nostats", "-hide_banner", "-loglevel", "error", *input_args, *output_args]
     try:
         done = subprocess.run(command, input=stdin, capture_output=True, timeout=FFMPEG_TIMEOUT_S, check=False)
     except (OSError, subprocess.SubprocessError) as e:
         logger.warning("ffmpeg failed to make a picture: %s", e)
         return None
-    return done.stdout if done.returncode == 0 and done.stdout.startswith(b"\x89PNG") else None
+    return done.stdout if done.returncode == 0 and done.stdout else None
+
+
+def _ffmpeg_png(input_args: list[str], stdin: bytes | None) -> bytes | None:
+    png = _ffmpeg_output(input_args, ["-frames:v", "1", "-f", "image2pipe", "-c:v", "png", "-"], stdin)
+    return png if png is not None and png.startswith(b"\x89PNG") else None
 
 
 def render_png(frame: np.ndarray) -> bytes | None:
@@ -147,9 +169,8 @@ def _render_main(env_id: str) -> int:
 
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    import palaestra.envs  # noqa: F401, I001  (first: registers palaestra's envs, picks MuJoCo's EGL)
     import gymnasium
-
-    import palaestra.envs  # noqa: F401  (registers palaestra's envs)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -210,6 +210,12 @@ def env_header(session: Session, env_id: str) -> EnvHeader | None:
     )
 
 
+def best_evaluation_id(session: Session, env_id: str) -> str | None:
+    """The id of the evaluation of ``env_id`` with the best mean (the precomputed one)."""
+    found = session.execute(sa.select(EnvStats.best_evaluation_id).where(EnvStats.env_id == env_id)).scalar()
+    return str(found) if found else None
+
+
 def env_total(session: Session, env_id: str) -> int:
     """How many evaluations ``env_id`` has (the precomputed count)."""
     count = session.execute(sa.select(EnvStats.evaluation_count).where(EnvStats.env_id == env_id)).scalar()

@@ -95,17 +95,18 @@ _NO_PICTURE_SVG = (
 
 
 # registered before the env page, whose {env_id:path} would match this address too
-@router.get("/envs/{env_id:path}/picture.png")
+@router.get("/envs/{env_id:path}/picture")
 def env_picture(request: Request, env_id: str) -> Response:
-    """The env's picture: a frame of an uploaded video, or rendered here once (pictures.py)."""
+    """The env's picture: a short animation of an uploaded video, or a still rendered here once
+    (pictures.py); PNG or animated WebP."""
     entry = catalogue.lookup(env_id)
     installed = entry is not None and entry.available
     found = pictures.env_picture(blob_store(request), database(request), env_id, installed)
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=86400"}
     if found is None:
         return Response(_NO_PICTURE_SVG, status_code=404, media_type="image/svg+xml", headers=headers)
-    png, source = found
-    return Response(png, media_type="image/png", headers={**headers, "X-Picture-Source": source})
+    picture, source = found
+    return Response(picture, media_type=pictures.media_type(picture), headers={**headers, "X-Picture-Source": source})
 
 
 @router.get("/envs/{env_id:path}", response_class=HTMLResponse)
@@ -303,6 +304,10 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
     downloads.append(Download("Evaluation (JSON, API)", f"/v1/evaluations/{ev.id}"))
     for v in videos:
         downloads.append(Download(f"Video of episode {v.video.episode_id} ({v.video.name})", v.url))
+    best = None
+    if ev.env_id:
+        with database(request).read() as session:
+            best = queries.best_evaluation_id(session, ev.env_id)
     return render(
         request,
         "evaluation.html",
@@ -314,6 +319,7 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         curves=_curves(request, ev),
         downloads=downloads,
         has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
+        compare_url=compare.CompareSettings().url([ev.id, best]) if best and best != ev.id else None,
     )
 
 

@@ -33,7 +33,7 @@
       height: 260,
       scales: { x: { time: false }, y: { range: common.yRange(threshold) } },
       axes: [common.axis(X_LABELS[xKey], xKey === "episode"), common.axis(yKey, yKey === "length")],
-      series: series,
+      series: common.withValues(series),
     };
     el.innerHTML = "";
     var plot = new uPlot(opts, columns, el);

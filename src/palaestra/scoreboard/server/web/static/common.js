@@ -6,6 +6,9 @@
  *   (episodes, counts) the ticks are whole numbers only, however far one zooms in;
  * - yRange(threshold): a uPlot range that always contains the threshold with some room above and
  *   below, so a threshold at the top of the data (FrozenLake's 0.78 with rewards 0 and 1) is drawn;
+ * - withValues(series): gives every series the legend value format of formatNumber (whole numbers
+ *   without decimals, others with 2), instead of uPlot's locale-dependent default ("23,948" in one
+ *   browser, "23 948" in another);
  * - widthOf(el), readJson(id).
  */
 (function () {
@@ -71,6 +74,21 @@
     };
   }
 
+  function legendValue(u, v) {
+    if (v === null || v === undefined) return "\u2014";
+    return formatNumber(v, Number.isInteger(v) ? 0 : 2);
+  }
+
+  function withValues(series) {
+    return series.map(function (s) {
+      if (s.value) return s;
+      var copy = {};
+      Object.keys(s).forEach(function (k) { copy[k] = s[k]; });
+      copy.value = legendValue;
+      return copy;
+    });
+  }
+
   function widthOf(el) {
     return Math.max(280, Math.floor(el.getBoundingClientRect().width || 600));
   }
@@ -85,6 +103,7 @@
     formatNumber: formatNumber,
     axis: axis,
     yRange: yRange,
+    withValues: withValues,
     widthOf: widthOf,
     readJson: readJson,
   };

@@ -87,7 +87,7 @@
       height: 360,
       scales: { x: { time: false }, y: { range: common.yRange(threshold) } },
       axes: [common.axis(X_LABELS[state.axis], state.axis === "episode"), common.axis("reward", false)],
-      series: series,
+      series: common.withValues(series),
     };
     el.innerHTML = "";
     var plot = new uPlot(opts, columns, el);

@@ -92,6 +92,7 @@
       hooks: { draw: [drawWhiskers] },
     };
     el.innerHTML = "";
+    opts.series = common.withValues(opts.series);
     var plot = new uPlot(opts, columns, el);
     el.setAttribute("data-points", String(points));
     return plot;
@@ -123,6 +124,7 @@
       hooks: { draw: [drawBands] },
     };
     el.innerHTML = "";
+    opts.series = common.withValues(opts.series);
     var plot = new uPlot(opts, columns, el);
     el.setAttribute("data-series", String(algorithms.length));
     return plot;
@@ -176,6 +178,7 @@
       }] },
     };
     el.innerHTML = "";
+    opts.series = common.withValues(opts.series);
     var plot = new uPlot(opts, columns, el);
     el.setAttribute("data-points", String(data.x.length));
     return plot;
