@@ -20,6 +20,7 @@ from fastapi.concurrency import run_in_threadpool
 from palaestra._version import __version__
 from palaestra.scoreboard.server import api, problems, web
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
+from palaestra.scoreboard.server.gc import PeriodicGc
 from palaestra.scoreboard.server.ingest import warm_up
 from palaestra.scoreboard.server.limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.state import ServerState, build_state
@@ -51,12 +52,20 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
             anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
         # Build the env catalogue (it imports every env provider) while the first requests arrive.
         threading.Thread(target=warm_up, name="palaestra-warm-up", daemon=True).start()
+        scoreboard: ServerState = app.state.scoreboard
+        cleaner = None
+        if cfg.gc_interval_s > 0:
+            cleaner = PeriodicGc(
+                scoreboard.db, scoreboard.store, cfg.gc_interval_s, cfg.gc_grace_s, cfg.idempotency_ttl_s
+            ).start()
         logger.info(
             "palaestra scoreboard: database %s, storage %s", _safe_url(cfg.database_url), cfg.storage_url
         )
         try:
             yield
         finally:
+            if cleaner is not None:
+                cleaner.stop()
             if own:
                 app.state.scoreboard.close()
 
@@ -122,6 +131,7 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
         env["PALAESTRA_PUBLIC_URL"] = config.public_url
     if config.s3_endpoint_url:
         env["PALAESTRA_S3_ENDPOINT_URL"] = config.s3_endpoint_url
+    env["PALAESTRA_GC_INTERVAL_S"] = str(config.gc_interval_s)
     return env
 
 

@@ -22,6 +22,13 @@ DEFAULT_PORT = 8000
 DEFAULT_UPLOAD_TTL_S = 3600
 #: Learning-curve buckets stored per evaluation.
 GRAPH_BUCKETS = 100
+#: How often the server cleans up (``palaestra server gc``) while it runs; 0: never.
+DEFAULT_GC_INTERVAL_S = 3600
+#: A blob or temporary file younger than this is never removed (an upload may be between writing
+#: its bytes and committing its row), nor a pending file that expired less than this long ago.
+DEFAULT_GC_GRACE_S = 3600
+#: How long an ``Idempotency-Key`` replays its answer (clients retry within minutes; Stripe keeps 24 h).
+DEFAULT_IDEMPOTENCY_TTL_S = 24 * 3600
 
 ENV_DATABASE_URL = "PALAESTRA_DATABASE_URL"
 ENV_STORAGE = "PALAESTRA_STORAGE"
@@ -40,6 +47,9 @@ ENV_LIMITS = {
     "PALAESTRA_MAX_ARCHIVE_MEMBER_BYTES": "max_archive_member_bytes",
     "PALAESTRA_MAX_ARCHIVE_EXPANDED_BYTES": "max_archive_expanded_bytes",
     "PALAESTRA_RATE_LIMIT_PER_MINUTE": "rate_limit_per_minute",
+    "PALAESTRA_GC_INTERVAL_S": "gc_interval_s",
+    "PALAESTRA_GC_GRACE_S": "gc_grace_s",
+    "PALAESTRA_IDEMPOTENCY_TTL_S": "idempotency_ttl_s",
 }
 
 
@@ -71,6 +81,12 @@ class ServerConfig:
     ffprobe: str | None = None
     #: authenticated requests per API key and minute, per server process (0: no limit); 429 above it
     rate_limit_per_minute: int = 0
+    #: seconds between clean-ups in the running server (0: none; ``palaestra server gc`` by hand)
+    gc_interval_s: int = DEFAULT_GC_INTERVAL_S
+    #: age below which gc leaves blobs, temporary files and just-expired pending files alone
+    gc_grace_s: int = DEFAULT_GC_GRACE_S
+    #: age after which gc removes a stored ``Idempotency-Key`` answer
+    idempotency_ttl_s: int = DEFAULT_IDEMPOTENCY_TTL_S
     #: apply Alembic migrations when the app starts
     migrate_on_start: bool = True
     #: run the busiest handlers on the event loop (``None``: when :attr:`database_is_local`)
