@@ -141,7 +141,7 @@ def collect_garbage(config: Any, dry_run: bool, as_json: bool) -> int:
     from palaestra.scoreboard.server.storage import open_store
 
     with startup_errors(config):
-        db = open_database(config, migrate_now=False)
+        db = open_database(config, migrate_now=True)
         store = open_store(config.storage_url, config.s3_endpoint_url)
         store.check()
     try:
