@@ -213,3 +213,19 @@ def test_tags_nested_2000_deep_are_a_400(scoreboard_server: ScoreboardServer) ->
         tags = _nested(2_000, "array").decode()
         body = error_of(c.post("/v1/benchmark_runs", json={"benchmark_id": "X-v0", "tags": tags}), 400)
     assert "tags" in body["detail"] and "nested deeper than" in body["detail"]
+
+
+def test_values_postgresql_cannot_store_are_a_400(scoreboard_factory: Any, postgres_url: str) -> None:
+    """A NUL character is valid JSON and a valid URL, but no PostgreSQL text: a 400 naming it, not a 500."""
+    server: ScoreboardServer = scoreboard_factory(database_url=postgres_url)
+    requests: list[tuple[str, str, Any]] = [
+        ("GET", "/v1/evaluations?env=%00", None),
+        ("GET", "/v1/evaluations?" + quote('{"env": "\\u0000"}', safe=""), None),
+        ("GET", "/v1/evaluations/eval_%00", None),
+        ("POST", "/v1/algorithms", {"name": "a\u0000"}),
+        ("POST", "/v1/benchmark_runs", {"benchmark_id": "X-v0", "tags": json.dumps({"a": "\u0000"})}),
+    ]
+    for method, url, body in requests:
+        with server.client() as c:
+            detail = error_of(c.request(method, url, json=body), 400)["detail"]
+        assert "cannot store" in detail, (url, detail)
