@@ -18,7 +18,9 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from palaestra._version import __version__
+from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server import api, problems, web
+from palaestra.scoreboard.server.api.deps import add_request_bodies
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
 from palaestra.scoreboard.server.gc import PeriodicGc
 from palaestra.scoreboard.server.ingest import warm_up
@@ -80,7 +82,21 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
     api.include(app)
     app.include_router(web.router)
     web.mount_static(app)
+    _document_request_bodies(app)
     return app
+
+
+def _document_request_bodies(app: FastAPI) -> None:
+    """``/openapi.json`` with the request bodies of the routes that read theirs after authentication
+    (:func:`palaestra.scoreboard.server.api.deps.json_body`)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = add_request_bodies(generate(), api.ROUTERS, API_PREFIX)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _safe_url(url: str) -> str:
