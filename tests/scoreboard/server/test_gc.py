@@ -6,8 +6,11 @@ between writing an upload's bytes and committing its row (``server.faults``)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -167,3 +170,17 @@ def test_s3_gc_removes_what_a_second_post_of_the_presigned_form_left(
     report = gc(server, "--grace", "0")
     assert report["orphaned_keys"] == [f"uploads/{form['id']}"]
     assert httpx.get(f"{server.url}/evaluations/{ev['id']}/episode_batch.json").status_code == 200
+
+
+def test_gc_that_cannot_reach_its_database_says_so_in_one_line_with_exit_code_3(tmp_path: Path) -> None:
+    from palaestra.cli import exits
+    from tests.scoreboard.server_helpers import free_port
+
+    result = subprocess.run(
+        [sys.executable, "-m", "palaestra", "server", "gc", "--data-dir", str(tmp_path),
+         "--database-url", f"postgresql://nobody@127.0.0.1:{free_port()}/none"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == exits.COULD_NOT_START
+    (line,) = result.stderr.strip().splitlines()
+    assert "palaestra server: error:" in line and "database" in line and "nobody@127.0.0.1" in line
