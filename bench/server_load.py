@@ -158,7 +158,13 @@ def running_server(database_url: str | None, workers: int) -> Iterator[tuple[str
     """``(url, api_key, process group)`` of a fresh ``palaestra server``."""
     with tempfile.TemporaryDirectory(prefix="palaestra-bench-") as data_dir:
         port = free_port()
-        env = {**os.environ, "PALAESTRA_DATA_DIR": data_dir}
+        # One user sends the whole load: the per-user rate limits would stop it (0: off).
+        env = {
+            **os.environ,
+            "PALAESTRA_DATA_DIR": data_dir,
+            "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "0",
+            "PALAESTRA_RATE_LIMIT_PENDING_FILES": "0",
+        }
         env.pop("PALAESTRA_STORAGE", None)
         env.pop("PALAESTRA_DATABASE_URL", None)
         if database_url:

@@ -34,6 +34,7 @@ PACKAGE_DATA = (
     "palaestra/scoreboard/server/web/static/charts.js",
     "palaestra/scoreboard/server/migrations/env.py",
     "palaestra/scoreboard/server/migrations/versions/0001_initial_schema.py",
+    "palaestra/scoreboard/server/migrations/versions/0003_operations.py",
     "palaestra/py.typed",
     *VENDOR_FILES,
 )

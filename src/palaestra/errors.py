@@ -114,6 +114,10 @@ class RateLimitError(APIError):
     """The server answered 429."""
 
 
+class StorageFullError(APIError):
+    """The server answered 507: its storage is full. Not retried; nothing was stored."""
+
+
 class RetriesExceededError(Error):
     """A request kept failing after every retry."""
 

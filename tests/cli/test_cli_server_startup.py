@@ -78,3 +78,18 @@ def test_a_server_that_starts_prints_its_banner_once(tmp_path: Path) -> None:
         server.send_signal(signal.SIGINT)
         output, _ = server.communicate(timeout=30)
     assert output.count(f"palaestra scoreboard on http://127.0.0.1:{port}") == 1, output
+
+
+def test_a_database_migrated_by_a_newer_palaestra_is_one_line(tmp_path: Path) -> None:
+    import sqlite3
+
+    assert palaestra("server", "migrate", "--data-dir", "board", cwd=tmp_path).returncode == 0
+    with sqlite3.connect(tmp_path / "board" / "scoreboard.sqlite3") as db:
+        db.execute("UPDATE alembic_version SET version_num = '0042'")
+    for args in (("--port", str(free_port())), ("--no-migrate", "--port", str(free_port()))):
+        line = _could_not_start("--data-dir", "board", *args, cwd=tmp_path)
+        assert "is at schema revision 0042, which this palaestra does not know" in line
+        assert "restore a backup" in line
+    result = palaestra("server", "migrate", "--data-dir", "board", cwd=tmp_path, timeout=120)
+    assert result.returncode == exits.COULD_NOT_START and len(result.stderr.strip().splitlines()) == 1
+    assert "schema revision 0042" in result.stderr

@@ -9,7 +9,8 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
-from palaestra.errors import Error, StartupError
+from palaestra.cli import exits
+from palaestra.errors import ConfigurationError, Error, StartupError
 
 
 def add_database_arguments(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
@@ -80,6 +81,14 @@ def register(subparsers: Any) -> None:
         "web links (env PALAESTRA_PUBLIC_URL; default: the URL of each request)",
     )
     parser.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    parser.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="on SIGTERM or Ctrl-C, stop accepting and let requests in flight finish for at most this "
+        "long, then exit with 143 (SIGTERM) or 130 (default 30)",
+    )
     parser.add_argument("--no-migrate", action="store_true", help="do not apply migrations on start")
     parser.add_argument(
         "--gc-interval",
@@ -115,6 +124,14 @@ def run(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     log = logging.getLogger("palaestra")
+    level = "warning" if args.quiet else "debug" if args.verbose else "info"
+    if args.action == "run":
+        import logging.config
+
+        from palaestra.scoreboard.server.logs import log_config
+
+        # the server's log format (timestamps) from its first line on
+        logging.config.dictConfig(log_config(level))
     if args.action == "migrate":
         with startup_errors(config):
             migrate_database(config)
@@ -126,9 +143,18 @@ def run(args: argparse.Namespace) -> int:
 
     if args.no_migrate:
         config = config.with_overrides(migrate_on_start=False)
+    if args.graceful_timeout is not None:
+        if not args.graceful_timeout >= 0:
+            raise ConfigurationError(
+                f"--graceful-timeout must be 0 or more seconds, not {args.graceful_timeout}"
+            )
+        config = config.with_overrides(graceful_timeout_s=args.graceful_timeout)
     check_can_start(config)
     log.info("palaestra scoreboard on http://%s:%s", _url_host(config.host), config.port)
-    serve(config, workers=max(1, args.workers), log_level="warning" if args.quiet else "info")
+    stopped_by = serve(config, workers=max(1, args.workers), log_level=level)
+    if stopped_by is not None:
+        exits.note_stop(stopped_by)
+    exits.reraise_stop()  # uvicorn stopped gracefully on SIGTERM/Ctrl-C: exit 143/130, as documented
     return 0
 
 

@@ -29,6 +29,13 @@ def register(subparsers: Any) -> None:
         "--tags", metavar="JSON", help="tags of a benchmark run, a JSON object: '{\"lr\": 0.01}'"
     )
     parser.add_argument("--server", metavar="URL", help="scoreboard base URL, e.g. http://127.0.0.1:8000")
+    parser.add_argument(
+        "--retry-budget",
+        metavar="SECONDS",
+        type=float,
+        help="keep retrying a request that fails in a way that may pass (the server restarting, 503) "
+        "for this long (env PALAESTRA_RETRY_BUDGET; default 60)",
+    )
     parser.add_argument("--skip-videos", action="store_true", help="upload the episode statistics only")
     parser.add_argument(
         "--json",
@@ -54,7 +61,7 @@ def _upload(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
 
     tags = _parse_tags(args.tags)
-    with ScoreboardClient.from_config(args.server) as client:
+    with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
         result = client.upload(
             args.directory,
             algorithm_id=args.algorithm,

@@ -17,9 +17,11 @@ from palaestra.errors import (
     APIConnectionError,
     APIError,
     AuthenticationError,
+    ConfigurationError,
     InvalidRequestError,
     RateLimitError,
     RetriesExceededError,
+    StorageFullError,
 )
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client import (
@@ -347,3 +349,95 @@ def test_idempotency_keys_depend_only_on_their_parts():
     assert a != idempotency_key("evaluation", {"env": "X", "algorithm": {"id": "a"}}, None)
     assert a != idempotency_key("file", {"env": "X", "algorithm": {}}, None)
     assert a.startswith("pal-evaluation-") and len(a) < 100
+
+
+class SimulatedClock:
+    """A clock that only the client's sleeps move: the retry budget measured without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_503_is_retried_for_the_whole_budget_and_no_longer(scripted_server):
+    scripted_server.on("POST", "/v1/files", Reply(503, {"detail": "restarting", "type": "about:blank"}))
+    clock = SimulatedClock()
+    client = ScoreboardClient(
+        scripted_server.url, "key_secret", retry=RetryPolicy(budget_s=60), sleep=clock.sleep, clock=clock
+    )
+    with client, pytest.raises(RetriesExceededError) as info:
+        client.create_file("episode_batch")
+    waited = sum(clock.sleeps)
+    # a minute of retrying, longer than a server's restart under load (12-19 s), never past the budget
+    assert 30 < waited <= 60 and max(clock.sleeps) <= RetryPolicy().max_delay
+    assert len(scripted_server.seen("POST", "/v1/files")) == len(clock.sleeps) + 1
+    assert "retry budget 60 s" in str(info.value) and "PALAESTRA_RETRY_BUDGET" in str(info.value)
+    assert "restarting" in str(info.value)
+
+
+def test_a_retry_after_past_the_budget_gives_up_without_waiting(scripted_server):
+    scripted_server.on(
+        "POST",
+        "/v1/files",
+        Reply(503, {"detail": "down for maintenance", "type": "about:blank"}, {"Retry-After": "90"}),
+    )
+    clock = SimulatedClock()
+    client = ScoreboardClient(
+        scripted_server.url, "key_secret", retry=RetryPolicy(budget_s=60), sleep=clock.sleep, clock=clock
+    )
+    with client, pytest.raises(RetriesExceededError) as info:
+        client.create_file("episode_batch")
+    assert clock.sleeps == [] and "down for maintenance" in str(info.value)
+
+
+def test_the_retry_budget_comes_from_the_environment(scripted_server, monkeypatch):
+    monkeypatch.setenv("PALAESTRA_RETRY_BUDGET", "5")
+    with ScoreboardClient.from_config(scripted_server.url, "key_secret") as client:
+        assert client.http.retry.budget_s == 5
+    with ScoreboardClient.from_config(scripted_server.url, "key_secret", retry_budget=0) as client:
+        assert client.http.retry.budget_s == 0
+    monkeypatch.setenv("PALAESTRA_RETRY_BUDGET", "a minute")
+    with pytest.raises(ConfigurationError, match="PALAESTRA_RETRY_BUDGET"):
+        ScoreboardClient.from_config(scripted_server.url, "key_secret")
+
+
+def test_507_storage_full_is_reported_at_once_and_not_retried(scripted_server):
+    scripted_server.on("POST", "/v1/files", Reply(201, file_object(scripted_server.url)))
+    scripted_server.on(
+        "POST",
+        "/upload/file_1",
+        Reply(507, {"detail": "No space left on the blob store", "type": "about:blank", "status": 507}),
+    )
+    sleeps: list[float] = []
+    with make_client(scripted_server, sleeps) as client, pytest.raises(StorageFullError) as info:
+        client.upload_content("episode_batch", "k", lambda: contextlib.nullcontext(b"{}"))
+    assert "The server's storage is full" in str(info.value) and "No space left" in str(info.value)
+    assert info.value.http_status == 507
+    assert sleeps == [] and len(scripted_server.seen("POST", "/upload/file_1")) == 1
+    # nothing else was asked: a full disk is no reason to look the file up or renew its form
+    assert [s.path for s in scripted_server.requests] == ["/v1/files", "/upload/file_1"]
+
+
+def test_a_tls_handshake_with_a_plain_http_server_fails_at_once_with_a_hint(scoreboard_server):
+    sleeps: list[float] = []
+    https_url = scoreboard_server.url.replace("http://", "https://")
+    with make_client(https_url, sleeps) as client, pytest.raises(APIConnectionError) as info:
+        client.retrieve_evaluation("eval_1")
+    message = str(info.value)
+    assert message.startswith(f"TLS handshake with {https_url} failed")
+    assert f"is the server plain HTTP? try {scoreboard_server.url}" in message
+    assert "\n" not in message and sleeps == []
+
+
+@pytest.mark.parametrize("suffix", ["/v1", "/v1/"])
+def test_a_server_url_ending_in_v1_gets_a_hint(suffix):
+    with pytest.raises(ConfigurationError) as info:
+        ScoreboardClient("http://127.0.0.1:8000" + suffix, "key_secret")
+    assert "drop the trailing /v1 (use 'http://127.0.0.1:8000')" in str(info.value)

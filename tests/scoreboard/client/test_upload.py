@@ -212,6 +212,31 @@ def test_a_server_killed_mid_way_loses_nothing_and_duplicates_nothing(fresh_scor
     assert evaluation_ids(server) == [evaluation_id]
 
 
+@pytest.mark.slow
+def test_a_server_restarted_mid_upload_is_waited_for_within_the_retry_budget(fresh_scoreboard_server, tmp_path):
+    """The server is killed just before the episode batch's form arrives and takes its time to come
+    back; the client's default retry budget outlasts the restart and the upload completes, once."""
+    server = fresh_scoreboard_server
+    directory = record_cartpole(tmp_path / "run", episodes=4, seed=5)
+    restarting = threading.Thread(target=server.start, daemon=True)
+
+    def kill_and_restart() -> None:
+        server.kill()
+        restarting.start()
+
+    transport = FaultyTransport(
+        lambda r: r.method == "POST" and r.url.path.startswith("/v1/uploads/"), "before", kill_and_restart
+    )
+    with client_for(server, transport=transport) as client:
+        assert client.http.retry == RetryPolicy()  # the default budget, as users get it
+        result = client.upload(directory, algorithm_id="e2e-restart")
+    restarting.join(60)
+    assert transport.fired and evaluation_ids(server) == [result.id]
+    with server.client() as http:
+        evaluation = http.get(f"/v1/evaluations/{result.id}").json()
+    assert evaluation["score"]["number_episodes"] == 4
+
+
 def test_upload_training_data_uploads_the_files_only(scoreboard_server, tmp_path):
     from palaestra.scoreboard.client import upload_training_data
 

@@ -20,7 +20,7 @@ from tests.scoreboard.server_helpers import ScoreboardServer, free_port
 
 @pytest.fixture(scope="session")
 def limited_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoreboardServer]:
-    """A server with small upload caps, a 2-second upload URL lifetime and 30 requests a minute per key."""
+    """A server with small upload caps, a 2-second upload URL lifetime and 30 files an hour per user."""
     server = ScoreboardServer(
         tmp_path_factory.mktemp("scoreboard-limited"),
         env={
@@ -29,7 +29,7 @@ def limited_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scorebo
             "PALAESTRA_MAX_ARCHIVE_MEMBER_BYTES": "100000",
             "PALAESTRA_MAX_ARCHIVE_EXPANDED_BYTES": "150000",
             "PALAESTRA_UPLOAD_TTL_S": "2",
-            "PALAESTRA_RATE_LIMIT_PER_MINUTE": "30",
+            "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "30",
         },
     ).start()
     yield server

@@ -37,12 +37,12 @@ def test_revoked_key_is_401(scoreboard_server: ScoreboardServer) -> None:
 
 
 def test_too_many_requests_is_429(limited_server: ScoreboardServer) -> None:
-    """(It spends its own key's request budget on the limited server.)"""
+    """(It spends its own user's upload budget on the limited server.)"""
     key = limited_server.create_user(f"fast{uuid.uuid4().hex[:6]}")
     with httpx.Client(base_url=limited_server.url, headers={"Authorization": f"Bearer {key}"}) as c:
         statuses = [c.post("/v1/files", json={"purpose": "episode_batch"}) for _ in range(35)]
     limited = [r for r in statuses if r.status_code == 429]
     assert limited and all(r.status_code == 201 for r in statuses[:30])
     body = error_of(limited[0], 429)
-    assert "per minute" in body["detail"] and int(limited[0].headers["Retry-After"]) >= 1
+    assert "30 files per user and hour" in body["detail"] and int(limited[0].headers["Retry-After"]) >= 3500
 

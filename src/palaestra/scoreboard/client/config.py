@@ -20,6 +20,7 @@ from palaestra.errors import ConfigurationError
 
 __all__ = [
     "ENV_API_KEY",
+    "ENV_RETRY_BUDGET",
     "ENV_SERVER",
     "LEGACY_ENV_API_KEY",
     "LEGACY_ENV_SERVER",
@@ -28,6 +29,7 @@ __all__ = [
     "normalize_server",
     "read_config",
     "resolve_api_key",
+    "resolve_retry_budget",
     "resolve_server",
     "write_config",
 ]
@@ -36,6 +38,8 @@ logger = logging.getLogger("palaestra.upload")
 
 ENV_SERVER = "PALAESTRA_SERVER"
 ENV_API_KEY = "PALAESTRA_API_KEY"
+#: Seconds the client keeps retrying a request that fails in a way that may pass (default 60).
+ENV_RETRY_BUDGET = "PALAESTRA_RETRY_BUDGET"
 #: The 2017 names, honoured after palaestra's (``OPENAI_GYM_API_BASE`` is the same base URL).
 LEGACY_ENV_SERVER = "OPENAI_GYM_API_BASE"
 LEGACY_ENV_API_KEY = "OPENAI_GYM_API_KEY"
@@ -116,7 +120,33 @@ def normalize_server(server: str) -> str:
             f"The scoreboard server must be an http:// or https:// base URL such as http://127.0.0.1:8000, "
             f"not {server!r}"
         )
+    if url.endswith("/v1"):
+        raise ConfigurationError(
+            f"The scoreboard server URL {server!r} ends in /v1: drop the trailing /v1 (use {url[:-3]!r}); "
+            "the client adds /v1 to every API path itself"
+        )
     return url
+
+
+def resolve_retry_budget(explicit: float | None = None) -> float | None:
+    """Seconds of retries: ``explicit``, else ``$PALAESTRA_RETRY_BUDGET``, else ``None`` (the default)."""
+    if explicit is not None:
+        value: float | str = explicit
+    else:
+        text = os.environ.get(ENV_RETRY_BUDGET, "").strip()
+        if not text:
+            return None
+        value = text
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise ConfigurationError(
+            f"The retry budget must be a number of seconds (0 or more), not {value!r} "
+            f"(--retry-budget or ${ENV_RETRY_BUDGET})"
+        )
+    return seconds
 
 
 def check_api_key(api_key: str) -> str:

@@ -29,6 +29,7 @@ from palaestra.scoreboard.client.config import (
     check_api_key,
     normalize_server,
     resolve_api_key,
+    resolve_retry_budget,
     resolve_server,
 )
 from palaestra.scoreboard.client.keys import idempotency_key
@@ -40,7 +41,7 @@ from palaestra.scoreboard.client.preparation import (
     temporary_archive,
 )
 from palaestra.scoreboard.client.progress import ProgressReader, progress_bar
-from palaestra.scoreboard.client.transport import RetryPolicy, Transport, is_retryable_status
+from palaestra.scoreboard.client.transport import RetryPolicy, Transport
 
 __all__ = ["ScoreboardClient", "UploadResult", "upload", "upload_training_data"]
 
@@ -68,7 +69,7 @@ class ScoreboardClient:
         retry: the :class:`~.transport.RetryPolicy` (tests pass short delays).
         timeout: seconds per request (connect, read and write each).
         transport: an httpx transport (tests inject faults with it).
-        sleep: how to wait between retries.
+        sleep: how to wait between retries; ``clock``: what measures the retry budget.
         progress_stream: where progress bars go (default: ``sys.stderr`` at the time of the upload).
     """
 
@@ -81,6 +82,7 @@ class ScoreboardClient:
         timeout: float = 120.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
         progress_stream: IO[str] | None = None,
     ) -> None:
         self.http = Transport(
@@ -90,6 +92,7 @@ class ScoreboardClient:
             timeout=timeout,
             transport=transport,
             sleep=sleep,
+            clock=clock,
         )
         self._progress_stream = progress_stream
 
@@ -97,7 +100,11 @@ class ScoreboardClient:
     def from_config(
         cls, server: str | None = None, api_key: str | None = None, **kwargs: Any
     ) -> ScoreboardClient:
-        """A client for the configured server and key (:func:`~.config.resolve_server`, ``resolve_api_key``)."""
+        """A client for the configured server, key and retry budget (:func:`~.config.resolve_server`,
+        ``resolve_api_key``, ``resolve_retry_budget``; ``retry_budget`` in seconds may be given)."""
+        budget = resolve_retry_budget(kwargs.pop("retry_budget", None))
+        if budget is not None and "retry" not in kwargs:
+            kwargs["retry"] = RetryPolicy(budget_s=budget)
         return cls(resolve_server(server), resolve_api_key(api_key), **kwargs)
 
     @property
@@ -222,7 +229,7 @@ class ScoreboardClient:
                     self.put_file(file, data)
                 return file.model_copy(update={"status": "uploaded"})
             except APIError as e:
-                if e.http_status is None or is_retryable_status(e.http_status):
+                if e.http_status is None or e.http_status == 429 or e.http_status >= 500:
                     raise
                 current = self.retrieve_file(file.id)
                 if current.status == "uploaded":

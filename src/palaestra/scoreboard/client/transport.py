@@ -4,7 +4,10 @@
   (nulls stripped, as the 2017 client did) and reads JSON back; :meth:`Transport.post_form` posts an
   upload form to a ``post_url`` (no API headers). Both retry through :meth:`Transport.send`.
 - :class:`RetryPolicy`: connection errors, timeouts, 429 (honouring ``Retry-After``) and 5xx are
-  retried with exponential backoff and full jitter; other 4xx are answers.
+  retried with exponential backoff and full jitter for a budget of time (a minute by default: longer
+  than a server's restart under load); other 4xx are answers. What can never succeed is not retried:
+  a TLS failure (one line: is the server plain HTTP?), 501/505, and 507 (the server's storage is
+  full, :class:`~palaestra.errors.StorageFullError`).
 - :func:`error_from_response`: a non-2xx answer as the palaestra error the 2017 client raised
   (``InvalidRequestError`` with ``param``, ``AuthenticationError``, ``RateLimitError``...).
 """
@@ -16,6 +19,7 @@ import email.utils
 import json
 import logging
 import random
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,11 +37,13 @@ from palaestra.errors import (
     InvalidRequestError,
     RateLimitError,
     RetriesExceededError,
+    StorageFullError,
 )
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.client.config import ENV_API_KEY
+from palaestra.scoreboard.client.config import ENV_API_KEY, ENV_RETRY_BUDGET
 
 __all__ = [
+    "DEFAULT_RETRY_BUDGET_S",
     "RETRYABLE_EXCEPTIONS",
     "USER_AGENT",
     "RetryPolicy",
@@ -45,6 +51,7 @@ __all__ = [
     "error_from_response",
     "is_retryable_status",
     "parse_retry_after",
+    "permanent_connection_problem",
     "short_error",
 ]
 
@@ -61,26 +68,45 @@ RETRYABLE_EXCEPTIONS: tuple[type[Exception], ...] = (
 )
 
 
+#: Server errors that no retry can fix: not implemented, HTTP version not supported, storage full.
+PERMANENT_SERVER_STATUSES = frozenset({501, 505, 507})
+#: Seconds of retrying before giving up: a server restart under load took 12-19 s (issue 15), and a
+#: budget of 16 s made 2-10 % of the uploads of that test give up.
+DEFAULT_RETRY_BUDGET_S = 60.0
+
+
 def is_retryable_status(status: int) -> bool:
-    """429 and every 5xx are retried; other statuses are answers."""
-    return status == 429 or status >= 500
+    """429 and the 5xx that may pass (503, 502, 500...) are retried; other statuses are answers."""
+    return status == 429 or (status >= 500 and status not in PERMANENT_SERVER_STATUSES)
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     """Exponential backoff with full jitter: before retry ``n`` (0-based) sleep a uniform random time in
-    ``[0, min(max_delay, base_delay * 2**n)]``, or the server's ``Retry-After`` (capped) when it sent one."""
+    ``[0, min(max_delay, base_delay * 2**n)]``, or the server's ``Retry-After`` (capped) when it sent one.
 
-    max_retries: int = 6
+    Retries stop when ``budget_s`` seconds have passed since the first attempt (a wait that would end
+    past the budget is not started), or after ``max_retries`` retries when that is set.
+    """
+
+    budget_s: float = DEFAULT_RETRY_BUDGET_S
+    max_retries: int | None = None
     base_delay: float = 0.5
-    max_delay: float = 30.0
+    max_delay: float = 10.0
     max_retry_after: float = 120.0
 
     def delay(self, retry: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
         if retry_after is not None:
             return max(0.0, min(retry_after, self.max_retry_after))
-        ceiling = min(self.max_delay, self.base_delay * (2**retry))
+        ceiling = min(self.max_delay, self.base_delay * (2 ** min(retry, 32)))
         return (rng or random).uniform(0.0, ceiling)
+
+    def allows(self, retry: int, resumes_at: float) -> bool:
+        """Whether retry ``retry`` (1-based), which would start ``resumes_at`` seconds after the first
+        attempt, is within the policy."""
+        if self.max_retries is not None and retry > self.max_retries:
+            return False
+        return resumes_at <= self.budget_s
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -139,13 +165,20 @@ def error_from_response(response: httpx.Response, describe: str) -> APIError:
         )
     if status == 429:
         return RateLimitError(message, **kwargs)
+    if status == 507:
+        return StorageFullError(
+            f"The server's storage is full, so nothing was stored: {message}. Ask the server's operator "
+            "to free space, then run the same upload again (what was already stored is kept).",
+            **kwargs,
+        )
     return APIError(message, **kwargs)
 
 
 class Transport:
     """HTTP with the scoreboard at ``server`` (a base URL), as the user of ``api_key``.
 
-    ``transport`` is an httpx transport (tests inject faults with it); ``sleep`` waits between retries.
+    ``transport`` is an httpx transport (tests inject faults with it); ``sleep`` waits between retries
+    and ``clock`` measures the retry budget (tests pass a simulated pair).
     """
 
     def __init__(
@@ -157,11 +190,13 @@ class Transport:
         timeout: float = 120.0,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.server = server
         self.api_key = api_key
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
+        self._clock = clock
         self._http = httpx.Client(
             timeout=timeout, transport=transport, headers={"User-Agent": USER_AGENT}, follow_redirects=False
         )
@@ -172,11 +207,15 @@ class Transport:
     def send(self, describe: str, send: Callable[[], httpx.Response]) -> httpx.Response:
         """Call ``send`` until it gets a 2xx answer; retry network errors, 429 and 5xx per :attr:`retry`."""
         errors: list[APIError] = []
-        for attempt in range(self.retry.max_retries + 1):
+        started = self._clock()
+        while True:
             retry_after = None
             try:
                 response = send()
             except RETRYABLE_EXCEPTIONS as e:
+                permanent = permanent_connection_problem(e, self.server)
+                if permanent:
+                    raise APIConnectionError(f"{permanent} (while requesting {describe})") from None
                 error: APIError = APIConnectionError(
                     f"Could not reach the scoreboard while requesting {describe} "
                     f"(network error: {type(e).__name__}: {e or 'no answer'})"
@@ -189,15 +228,16 @@ class Transport:
                     raise error
                 retry_after = parse_retry_after(response.headers.get("Retry-After"))
             errors.append(error)
-            if attempt == self.retry.max_retries:
+            delay = self.retry.delay(len(errors) - 1, retry_after)
+            if not self.retry.allows(len(errors), self._clock() - started + delay):
                 break
-            delay = self.retry.delay(attempt, retry_after)
-            logger.warning(
-                "%s; retrying in %.1f s (retry %d of %d)", error, delay, attempt + 1, self.retry.max_retries
-            )
+            logger.warning("%s; retrying in %.1f s (retry %d)", error, delay, len(errors))
             self._sleep(delay)
+        spent = self._clock() - started
         failure = RetriesExceededError(
-            f"Gave up on {describe} after {len(errors)} attempts. The last error was: {errors[-1]}"
+            f"Gave up on {describe} after {len(errors)} attempts in {spent:.0f} s (retry budget "
+            f"{self.retry.budget_s:.0f} s; ${ENV_RETRY_BUDGET} or --retry-budget sets it). "
+            f"The last error was: {errors[-1]}"
         )
         failure.errors = errors  # type: ignore[attr-defined]
         raise failure from errors[-1]
@@ -240,6 +280,26 @@ class Transport:
     def post_form(self, describe: str, url: str, fields: Mapping[str, str], files: Mapping[str, Any]) -> None:
         """POST a multipart form (an upload's ``post_fields`` + ``file``) to ``url``, without API headers."""
         self.send(describe, lambda: self._http.post(url, data=fields, files=files))
+
+
+def permanent_connection_problem(error: Exception, server: str) -> str | None:
+    """What makes ``error`` (a failed connection to ``server``) one that no retry can fix, in a line;
+    ``None`` when it may pass (refused, reset, timed out: a server restarting)."""
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, ssl.SSLError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        return None
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        return (
+            f"The TLS certificate of {server} is not trusted ({cause.verify_message or cause.reason}): "
+            "check the server's certificate, or the URL's host name"
+        )
+    plain = "http://" + server.removeprefix("https://")
+    return (
+        f"TLS handshake with {server} failed ({cause.reason or cause}): is the server plain HTTP? "
+        f"try {plain}"
+    )
 
 
 def short_error(e: Exception) -> str:

@@ -1,7 +1,7 @@
 """The FastAPI application of the scoreboard, and running it under uvicorn.
 
 ``create_app(config)`` builds the app, assembled in one place: the error answers
-(:mod:`.problems`), the body limits (:mod:`.limits`), the ``/v1`` API (:mod:`.api`) and the web pages (:mod:`.web`). The database is
+(:mod:`.problems`), the body limits (:mod:`.body_limits`), the ``/v1`` API (:mod:`.api`) and the web pages (:mod:`.web`). The database is
 opened (and migrated) when the app starts.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,12 +20,12 @@ from fastapi.concurrency import run_in_threadpool
 
 from palaestra._version import __version__
 from palaestra.scoreboard.protocol import API_PREFIX
-from palaestra.scoreboard.server import api, problems, web
+from palaestra.scoreboard.server import api, logs, problems, web
 from palaestra.scoreboard.server.api.deps import add_request_bodies
+from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
 from palaestra.scoreboard.server.gc import PeriodicGc
 from palaestra.scoreboard.server.ingest import warm_up
-from palaestra.scoreboard.server.limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.state import ServerState, build_state
 
 logger = logging.getLogger("palaestra.scoreboard")
@@ -110,11 +111,24 @@ def _safe_url(url: str) -> str:
 KEEP_ALIVE_S = 75
 
 
-def serve(config: ServerConfig, workers: int = 1, log_level: str = "info", **uvicorn_options: Any) -> None:
-    """Run the service in the foreground under uvicorn (``palaestra server``)."""
+def serve(
+    config: ServerConfig, workers: int = 1, log_level: str = "info", **uvicorn_options: Any
+) -> int | None:
+    """Run the service in the foreground under uvicorn (``palaestra server``) until SIGTERM or SIGINT.
+
+    With ``workers > 1`` returns the signal taken to have stopped the workers' supervisor; a single
+    process re-raises its signal to the handler that was there before (uvicorn does that itself).
+    """
     import uvicorn
 
     uvicorn_options.setdefault("timeout_keep_alive", KEEP_ALIVE_S)
+    # On SIGTERM/SIGINT uvicorn stops accepting, lets requests in flight finish for this long, then
+    # cancels what is left: a client holding a half-sent request cannot keep the server up.
+    uvicorn_options.setdefault("timeout_graceful_shutdown", config.graceful_timeout_s)
+    # One log format for uvicorn's lines and palaestra's (in every worker process), and one access
+    # line per request with its request id, written by problems.RequestMiddleware instead of uvicorn.
+    uvicorn_options.setdefault("log_config", logs.log_config(log_level))
+    uvicorn_options.setdefault("access_log", False)
 
     if workers > 1:
         # Each worker process builds its own app from the environment; migrate once first.
@@ -131,10 +145,13 @@ def serve(config: ServerConfig, workers: int = 1, log_level: str = "info", **uvi
             log_level=log_level,
             **uvicorn_options,
         )
-        return
+        # uvicorn's supervisor returns only once SIGTERM or SIGINT stopped it (and, gracefully, its
+        # workers), and does not say which: process managers send SIGTERM.
+        return signal.SIGTERM
     uvicorn.run(
         create_app(config), host=config.host, port=config.port, log_level=log_level, **uvicorn_options
     )
+    return None
 
 
 def _config_environ(config: ServerConfig) -> dict[str, str]:

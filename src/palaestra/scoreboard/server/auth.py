@@ -19,6 +19,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from palaestra.errors import ConfigurationError
+from palaestra.scoreboard.server import rate_limits
 from palaestra.scoreboard.server.db import ApiKey, Database, User, utcnow
 from palaestra.scoreboard.server.deps import get_state, run_blocking
 from palaestra.scoreboard.server.ids import new_id
@@ -139,46 +140,6 @@ def lookup_key(session: Session, key: str) -> Principal | None:
     return Principal(user_seq=row[2], user_name=row[3], key_id=row[0])
 
 
-class RateLimiter:
-    """A token bucket per API key: ``per_minute`` requests, refilled evenly (this process only)."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.capacity = float(per_minute)
-        self.rate = per_minute / 60.0
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
-
-    def take(self, key_id: str) -> float:
-        """0 if the request may go ahead, else the seconds until it may."""
-        now = time.monotonic()
-        with self._lock:
-            tokens, last = self._buckets.get(key_id, (self.capacity, now))
-            tokens = min(self.capacity, tokens + (now - last) * self.rate)
-            if tokens >= 1:
-                self._buckets[key_id] = (tokens - 1, now)
-                return 0.0
-            self._buckets[key_id] = (tokens, now)
-            return (1 - tokens) / self.rate
-
-
-_limiters: dict[int, RateLimiter] = {}
-
-
-def _check_rate(state: ServerState, principal: Principal) -> None:
-    per_minute = state.config.rate_limit_per_minute
-    if per_minute <= 0:
-        return
-    limiter = _limiters.setdefault(id(state), RateLimiter(per_minute))
-    wait = limiter.take(principal.key_id)
-    if wait:
-        raise Problem(
-            429,
-            f"Too many requests: this server allows {per_minute} per minute per API key. "
-            f"Retry in {wait:.0f} s.",
-            headers={"Retry-After": str(max(1, round(wait)))},
-        )
-
-
 #: How long a successful key lookup is reused; a revoked key stops working within this time.
 AUTH_CACHE_S = 1.0
 _auth_cache: dict[str, tuple[Principal, float]] = {}
@@ -211,7 +172,8 @@ def _lookup_and_cache(state: ServerState, key: str) -> Principal | None:
 
 
 async def require_user(request: Request, state: ServerState = Depends(get_state)) -> Principal:
-    """The caller's identity; 401 if the key is missing, unknown or revoked, 429 if it sends too fast.
+    """The caller's identity; 401 if the key is missing, unknown or revoked (429 once an address sent
+    too many of those: :mod:`.rate_limits`).
 
     ``async`` so that the usual case (a key seen within the last second) costs no thread hop.
     """
@@ -222,11 +184,12 @@ async def require_user(request: Request, state: ServerState = Depends(get_state)
         # would otherwise queue for worker threads behind the event loop's hold on the GIL.
         principal = await run_blocking(state, _lookup_and_cache, state, key)
     if principal is None:
+        address = request.client.host if request.client else "an unknown address"
+        await run_blocking(state, rate_limits.note_invalid_key, state, address)  # 429 after too many
         shown = key[:8] + "..." if len(key) > 8 else "..."
         raise Problem(
             401,
             f"Invalid API key ({shown}): it is unknown to this server or was revoked. Ask the server's "
             "operator for a key (`palaestra users create NAME`).",
         )
-    _check_rate(state, principal)
     return principal

@@ -20,6 +20,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 #: How long a signed upload URL stays valid.
 DEFAULT_UPLOAD_TTL_S = 3600
+#: Seconds a stopping server lets requests in flight finish (``--graceful-timeout``).
+DEFAULT_GRACEFUL_TIMEOUT_S = 30.0
 #: Learning-curve buckets stored per evaluation.
 GRAPH_BUCKETS = 100
 #: How often the server cleans up (``palaestra server gc``) while it runs; 0: never.
@@ -46,11 +48,20 @@ ENV_LIMITS = {
     "PALAESTRA_MAX_VIDEO_ARCHIVE_BYTES": "max_video_archive_bytes",
     "PALAESTRA_MAX_ARCHIVE_MEMBER_BYTES": "max_archive_member_bytes",
     "PALAESTRA_MAX_ARCHIVE_EXPANDED_BYTES": "max_archive_expanded_bytes",
-    "PALAESTRA_RATE_LIMIT_PER_MINUTE": "rate_limit_per_minute",
+    "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "uploads_per_hour",
+    "PALAESTRA_RATE_LIMIT_PENDING_FILES": "max_pending_files",
+    "PALAESTRA_RATE_LIMIT_INVALID_KEYS": "invalid_keys_per_window",
     "PALAESTRA_GC_INTERVAL_S": "gc_interval_s",
     "PALAESTRA_GC_GRACE_S": "gc_grace_s",
     "PALAESTRA_IDEMPOTENCY_TTL_S": "idempotency_ttl_s",
 }
+#: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
+RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
+#: The rate limits' defaults (:mod:`.rate_limits`): far above what one user uploading by hand or a
+#: benchmark run sends, low enough that a runaway script or a key-guessing client is stopped.
+DEFAULT_UPLOADS_PER_HOUR = 2000
+DEFAULT_MAX_PENDING_FILES = 200
+DEFAULT_INVALID_KEYS_PER_WINDOW = 100
 
 
 def default_data_dir() -> Path:
@@ -79,8 +90,15 @@ class ServerConfig:
     max_archive_expanded_bytes: int = protocol.MAX_ARCHIVE_EXPANDED_BYTES
     #: ffprobe binary used to check every uploaded mp4 (``None``: look on PATH)
     ffprobe: str | None = None
-    #: authenticated requests per API key and minute, per server process (0: no limit); 429 above it
-    rate_limit_per_minute: int = 0
+    #: files a user may create per hour, all its keys and every server on the database together
+    #: (0: no limit); 429 above it
+    uploads_per_hour: int = DEFAULT_UPLOADS_PER_HOUR
+    #: files a user may have waiting for their upload (created, not uploaded, not expired; 0: no limit)
+    max_pending_files: int = DEFAULT_MAX_PENDING_FILES
+    #: requests with an invalid API key one client address may send per 10 minutes (0: no limit)
+    invalid_keys_per_window: int = DEFAULT_INVALID_KEYS_PER_WINDOW
+    #: on SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut off
+    graceful_timeout_s: float = DEFAULT_GRACEFUL_TIMEOUT_S
     #: seconds between clean-ups in the running server (0: none; ``palaestra server gc`` by hand)
     gc_interval_s: int = DEFAULT_GC_INTERVAL_S
     #: age below which gc leaves blobs, temporary files and just-expired pending files alone
@@ -165,6 +183,9 @@ def resolve_config(
         if inline not in ("0", "1", "auto"):
             raise ConfigurationError(f"{ENV_INLINE_HANDLERS} must be 1, 0 or auto, not {env[ENV_INLINE_HANDLERS]!r}")
         extra["inline_handlers"] = None if inline == "auto" else inline == "1"
+    for old_name, new_name in RENAMED_ENV.items():
+        if env.get(old_name):
+            raise ConfigurationError(f"{old_name} was replaced by {new_name} (see docs/scoreboard.md)")
     for name, field_name in ENV_LIMITS.items():
         if field_name not in extra and env.get(name):
             try:

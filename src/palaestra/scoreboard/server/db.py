@@ -132,7 +132,12 @@ class ServerSetting(Base):
 
 class FileRecord(Base):
     __tablename__ = "files"
-    __table_args__ = (sa.Index("ix_files_status_expires", "status", "expires"),)
+    #: gc finds expired pending files with the first; the rate limits count a user's recent (and
+    #: pending) files with the second (:mod:`.rate_limits`)
+    __table_args__ = (
+        sa.Index("ix_files_status_expires", "status", "expires"),
+        sa.Index("ix_files_user_created", "user_seq", "created"),
+    )
 
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(sa.String(40), unique=True)  # file_...
@@ -276,6 +281,17 @@ class IdempotencyKey(Base):
     status_code: Mapped[int] = mapped_column()
     response: Mapped[dict[str, Any]] = mapped_column()
     created: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RateCounter(Base):
+    """Hits of one rate-limited subject (``bucket``, e.g. ``invalid_key:203.0.113.7``) in one fixed
+    window starting at ``window_start`` (Unix seconds): shared by every process on the database."""
+
+    __tablename__ = "rate_counters"
+
+    bucket: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    window_start: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    hits: Mapped[int] = mapped_column(sa.Integer)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 PG_LOCK_KEY = 0x70616C6165737472
 #: The newest revision in ``migrations/versions`` (a test checks it), so that a database already at
 #: it is recognised without importing Alembic.
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 
 
 def alembic_config(url: str) -> Config:
@@ -69,10 +69,39 @@ def _sqlite_file_lock(url: str) -> Iterator[None]:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def known_revisions() -> set[str]:
+    """Every revision of the migration scripts."""
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory.from_config(alembic_config("sqlite://"))
+    return {script.revision for script in scripts.walk_revisions()}
+
+
+def unknown_revision_problem(url: str, current: str) -> str:
+    """The one line for a database at a revision these migrations do not have."""
+    shown = sa.make_url(url).render_as_string(hide_password=True)
+    return (
+        f"The database {shown} is at schema revision {current}, which this palaestra does not know "
+        f"(its newest is {SCHEMA_HEAD}): a newer palaestra migrated it. Run that version, or upgrade "
+        "palaestra on this machine; to go back instead, restore a backup made before the upgrade"
+    )
+
+
 def upgrade(engine: sa.Engine, revision: str = "head") -> None:
-    """Bring the database to ``revision`` (default: the newest), safely under concurrent starts."""
-    if revision == "head" and current_revision(engine) == SCHEMA_HEAD:
+    """Bring the database to ``revision`` (default: the newest), safely under concurrent starts.
+
+    A database at a revision the scripts do not have (a newer palaestra migrated it) is refused with
+    :class:`~palaestra.errors.ConfigurationError`, before Alembic is asked to find it.
+    """
+    current = current_revision(engine)
+    if revision == "head" and current == SCHEMA_HEAD:
         return
+    if current is not None and current not in known_revisions():
+        from palaestra.errors import ConfigurationError
+
+        raise ConfigurationError(
+            unknown_revision_problem(engine.url.render_as_string(hide_password=False), current)
+        )
     from alembic import command
 
     cfg = alembic_config(engine.url.render_as_string(hide_password=False))

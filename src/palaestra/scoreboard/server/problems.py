@@ -5,13 +5,16 @@ Every non-2xx answer is JSON ``{"detail": ..., "type": ..., "status": ..., "requ
 offending parameter (the 2017 client shows it as ``InvalidRequestError.param``) or is
 ``"about:blank"``. A full disk or database is a 507 that says so (:func:`storage_full`). A handler raises :class:`Problem` (or ingest raises
 :class:`~palaestra.scoreboard.server.ingest.IngestError`); :func:`install` turns either into that
-answer, and so does every validation error and unexpected exception.
+answer, and so does every validation error and unexpected exception (:class:`RequestMiddleware`,
+which also writes each request's access line: :mod:`.logs`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
+import time
 from typing import Any
 
 import sqlalchemy as sa
@@ -24,8 +27,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from palaestra.scoreboard.protocol import NO_PARAM, REQUEST_ID_HEADER
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.ingest import IngestError
+from palaestra.scoreboard.server.logs import ACCESS_LOGGER
 
 logger = logging.getLogger("palaestra.scoreboard")
+access_logger = logging.getLogger(ACCESS_LOGGER)
 
 TITLES = {
     400: "Bad Request",
@@ -92,19 +97,29 @@ def request_id(request: Request) -> str:
 
 def problem_body(request: Request, status: int, detail: str, param: str = NO_PARAM) -> dict[str, Any]:
     """The error document (:class:`~palaestra.scoreboard.protocol.ErrorBody`) of an answer."""
+    return _problem_body(status, detail, request_id(request), param)
+
+
+def _problem_body(status: int, detail: str, rid: str, param: str = NO_PARAM) -> dict[str, Any]:
     return {
         "detail": detail,
         "type": param,
         "status": status,
         "title": TITLES.get(status, "Error"),
-        "request_id": request_id(request) or None,
+        "request_id": rid or None,
     }
 
 
 def error_response(
     request: Request, status: int, detail: str, param: str = NO_PARAM, headers: dict[str, str] | None = None
 ) -> JSONResponse:
-    return JSONResponse(problem_body(request, status, detail, param), status_code=status, headers=headers)
+    return _problem_response(status, detail, request_id(request), param, headers)
+
+
+def _problem_response(
+    status: int, detail: str, rid: str, param: str = NO_PARAM, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(_problem_body(status, detail, rid, param), status_code=status, headers=headers)
 
 
 def _validation_detail(exc: RequestValidationError) -> tuple[str, str]:
@@ -127,7 +142,7 @@ def _validation_detail(exc: RequestValidationError) -> tuple[str, str]:
 
 
 def install(app: FastAPI) -> None:
-    """Add the request-id middleware and the error handlers to ``app``."""
+    """Add the request middleware and the error handlers to ``app``."""
 
     @app.exception_handler(Problem)
     async def _problem(request: Request, exc: Problem) -> JSONResponse:
@@ -147,6 +162,8 @@ def install(app: FastAPI) -> None:
         detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and detail == "Not Found":
             detail = f"There is no {request.method} {request.url.path} in this API (see /openapi.json)."
+            if request.url.path.startswith("/v1/v1/"):
+                detail += " The client's server URL ends in /v1: drop the trailing /v1 (it adds /v1 itself)."
         if exc.status_code == 405:
             detail = f"{request.method} is not allowed on {request.url.path} (see /openapi.json)."
         return error_response(request, exc.status_code, detail, headers=getattr(exc, "headers", None))
@@ -154,7 +171,7 @@ def install(app: FastAPI) -> None:
     async def _storage_fault(request: Request, exc: Exception) -> JSONResponse:
         """507 for a full disk or database; 400 for a value the database cannot store (PostgreSQL's
         data exceptions: a NUL character in a string, a number out of range); any other fault goes on
-        to :func:`_unexpected`."""
+        to :class:`RequestMiddleware` (a 500, logged once)."""
         which = storage_full(exc)
         if which is not None:
             # one line, no traceback: the cause is known, and a full disk fails every request alike
@@ -170,25 +187,22 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(OSError, _storage_fault)
     app.add_exception_handler(sa.exc.DBAPIError, _storage_fault)
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
-        logger.exception(
-            "Unexpected error in %s %s (%s)", request.method, request.url.path, request_id(request)
-        )
-        rid = request_id(request)
-        return error_response(
-            request,
-            500,
-            "The server failed to handle this request; it has been logged under the request id. "
-            "Try again, and report it if it keeps happening.",
-            headers={REQUEST_ID_HEADER: rid} if rid else None,
-        )
-
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(RequestMiddleware)
 
 
-class RequestIdMiddleware:
-    """Give every request a ``req_...`` id (``request.state.request_id``) and a ``request-id`` header."""
+#: The answer to an unexpected error (the details are in the log, under the request id).
+UNEXPECTED_DETAIL = (
+    "The server failed to handle this request; it has been logged under the request id. "
+    "Try again, and report it if it keeps happening."
+)
+#: The answer to a request still running when the server's graceful shutdown ran out of time.
+CUT_OFF_DETAIL = "The server is shutting down and could not finish this request in time; send it again."
+
+
+class RequestMiddleware:
+    """Every request: a ``req_...`` id (``request.state.request_id`` and the ``request-id`` header),
+    one access line, and an unexpected error answered with a 500 problem and logged once, with its
+    traceback (handled here, it does not reach uvicorn, which would log it again)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -200,12 +214,56 @@ class RequestIdMiddleware:
         rid = new_id("request", 10)
         scope.setdefault("state", {})["request_id"] = rid
         header = (REQUEST_ID_HEADER.encode(), rid.encode())
+        started = time.perf_counter()
+        status = 0
 
         async def send_with_id(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
+                status = message["status"]
                 headers: list[Any] = list(message.get("headers", []))
                 headers.append(header)
                 message["headers"] = headers
             await send(message)
 
-        await self.app(scope, receive, send_with_id)
+        try:
+            await self.app(scope, receive, send_with_id)
+        except asyncio.CancelledError:
+            # uvicorn cancels what still runs when --graceful-timeout is over: an expected end, one
+            # access line (below) and a 503 if it can still be sent, no traceback.
+            if not status:
+                await _answer_quietly(
+                    _problem_response(503, CUT_OFF_DETAIL, rid), scope, receive, send_with_id
+                )
+        except Exception:
+            logger.exception("Unexpected error in %s %s (%s)", scope["method"], scope["path"], rid)
+            if not status:
+                await _answer_quietly(
+                    _problem_response(500, UNEXPECTED_DETAIL, rid), scope, receive, send_with_id
+                )
+        finally:
+            client = scope.get("client")
+            access_logger.info(
+                '%s "%s %s" %s %.1f ms %s',
+                client[0] if client else "-",
+                scope["method"],
+                _shown_path(scope),
+                status or "-",
+                (time.perf_counter() - started) * 1000,
+                rid,
+            )
+
+
+async def _answer_quietly(response: JSONResponse, scope: Scope, receive: Receive, send: Send) -> None:
+    """Send ``response`` unless the connection is gone already (then there is no one to answer)."""
+    try:
+        await response(scope, receive, send)
+    except (OSError, RuntimeError, asyncio.CancelledError):
+        pass
+
+
+def _shown_path(scope: Scope) -> str:
+    """The path and (up to 200 characters of) the query string."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    path = str(scope.get("path", ""))
+    return f"{path}?{query[:200]}" if query else path

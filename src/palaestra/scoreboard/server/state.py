@@ -60,6 +60,8 @@ def migrate_database(config: ServerConfig) -> None:
 def check_schema(db: Database) -> None:
     """Refuse to run on a database whose schema is not the newest (``palaestra server migrate``)."""
     current, head = migrate.current_revision(db.engine), migrate.SCHEMA_HEAD
+    if current is not None and current != head and current not in migrate.known_revisions():
+        raise ConfigurationError(migrate.unknown_revision_problem(db.url, current))
     if current != head:
         raise ConfigurationError(
             f"The database {_shown(db.url)} is at schema revision {current or '(empty)'}, not {head}; "

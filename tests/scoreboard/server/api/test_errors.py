@@ -55,3 +55,11 @@ def test_unknown_ids_are_404(scoreboard_server: ScoreboardServer) -> None:
         r = c2.post("/v1/evaluations", json={"env": "CartPole-v1", "training_episode_batch": fid})
         assert error_of(r, 404)["type"] == "training_episode_batch"  # someone else's file
 
+
+def test_a_doubled_v1_path_gets_a_hint_for_a_client_whose_url_ends_in_v1(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    """The 2017 client with OPENAI_GYM_API_BASE=http://host/v1 asks for /v1/v1/files."""
+    with scoreboard_server.client() as c:
+        detail = error_of(c.post("/v1/v1/files", json={"purpose": "episode_batch"}), 404)["detail"]
+    assert detail.startswith("There is no POST /v1/v1/files") and "drop the trailing /v1" in detail

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import NO_PARAM
+from palaestra.scoreboard.server import rate_limits
 from palaestra.scoreboard.server.api.common import answer, base_url, not_found, page
 from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
@@ -112,6 +113,7 @@ async def create_file(
 def _create_file(
     body: protocol.FileCreate, request: Request, principal: Principal, state: ServerState
 ) -> Response:
+    rate_limits.check_new_file(state, principal.user_seq)
     file_id = new_id("file")
     now = utcnow()
     values = {

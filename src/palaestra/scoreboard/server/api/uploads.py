@@ -26,6 +26,7 @@ from palaestra.scoreboard.protocol import EpisodeBatch
 from palaestra.scoreboard.server.api.common import not_found
 from palaestra.scoreboard.server.api.deps import State
 from palaestra.scoreboard.server.api.files import load_file, sign_upload
+from palaestra.scoreboard.server.body_limits import FORM_OVERHEAD_BYTES
 from palaestra.scoreboard.server.db import FileRecord, utcnow
 from palaestra.scoreboard.server.deps import run_blocking
 from palaestra.scoreboard.server.faults import pause_at
@@ -36,7 +37,6 @@ from palaestra.scoreboard.server.ingest import (
     validate_episode_batch,
     validate_video_archive,
 )
-from palaestra.scoreboard.server.limits import FORM_OVERHEAD_BYTES
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import StoredVideo
 from palaestra.scoreboard.server.state import ServerState

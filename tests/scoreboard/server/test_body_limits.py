@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from palaestra.scoreboard.server.limits import MAX_JSON_BODY_BYTES
+from palaestra.scoreboard.server.body_limits import MAX_JSON_BODY_BYTES
 from tests.scoreboard.server_helpers import ScoreboardServer, error_of
 
 MIB = 1024 * 1024
