@@ -64,7 +64,7 @@ def fresh_scoreboard_server(scoreboard_factory: Any) -> ScoreboardServer:
     return server
 
 
-def _postgres_available() -> str | None:
+def postgres_available() -> str | None:
     try:
         import psycopg
     except ImportError:
@@ -79,7 +79,7 @@ def _postgres_available() -> str | None:
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database (``postgresql+psycopg://...``), dropped after the test."""
-    reason = _postgres_available()
+    reason = postgres_available()
     if reason:
         pytest.skip(reason)
     import psycopg

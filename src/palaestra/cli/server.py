@@ -1,4 +1,5 @@
-"""``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate."""
+"""``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate;
+``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.gc`)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ def add_database_arguments(parser: argparse.ArgumentParser, suppress: bool = Fal
 def config_from_args(args: argparse.Namespace) -> Any:
     from palaestra.scoreboard.server.config import resolve_config
 
+    flags = {"gc_interval": "gc_interval_s", "grace": "gc_grace_s", "idempotency_ttl": "idempotency_ttl_s"}
+    extra = {name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag, None) is not None}
     return resolve_config(
         database_url=args.database_url,
         storage=args.storage,
@@ -53,6 +56,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         port=getattr(args, "port", None),
         public_url=getattr(args, "public_url", None),
         s3_endpoint_url=args.s3_endpoint_url,
+        **extra,
     )
 
 
@@ -62,10 +66,11 @@ def register(subparsers: Any) -> None:
         help="run the scoreboard service (the 2017 /v1 API and web pages)",
         description="Run the scoreboard: SQLite and a blob folder under --data-dir by default; "
         "--database-url postgresql://... and --storage s3://bucket/prefix for the scale-out set-up. "
-        "`palaestra server migrate` applies the database migrations and exits.",
+        "`palaestra server migrate` applies the database migrations and exits; `palaestra server gc` "
+        "removes orphaned blobs, temporary files, expired pending files and idempotency keys, and exits.",
     )
     parser.add_argument(
-        "action", nargs="?", choices=["run", "migrate"], default="run", help="run (default) or migrate"
+        "action", nargs="?", choices=["run", "migrate", "gc"], default="run", help="run (default), migrate or gc"
     )
     add_database_arguments(parser)
     parser.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
@@ -93,6 +98,30 @@ def register(subparsers: Any) -> None:
         "long, then exit with 143 (SIGTERM) or 130 (default 30)",
     )
     parser.add_argument("--no-migrate", action="store_true", help="do not apply migrations on start")
+    parser.add_argument(
+        "--gc-interval",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="run: clean up every SECONDS while serving, 0 never (env PALAESTRA_GC_INTERVAL_S; default 3600)",
+    )
+    parser.add_argument(
+        "--grace",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="gc: leave blobs and temporary files younger than this, and pending files that expired "
+        "less long ago (env PALAESTRA_GC_GRACE_S; default 3600)",
+    )
+    parser.add_argument(
+        "--idempotency-ttl",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="gc: remove idempotency keys older than this (env PALAESTRA_IDEMPOTENCY_TTL_S; default 86400)",
+    )
+    parser.add_argument("--dry-run", action="store_true", help="gc: report what would be removed, remove nothing")
+    parser.add_argument("--json", action="store_true", help="gc: print the report as JSON")
     parser.set_defaults(handler=run)
 
 
@@ -116,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
             migrate_database(config)
         log.info("Database %s is at the newest schema.", _shown(config.database_url))
         return 0
+    if args.action == "gc":
+        return collect_garbage(config, dry_run=args.dry_run, as_json=args.json)
     from palaestra.scoreboard.server.app import serve
 
     if args.no_migrate:
@@ -134,6 +165,28 @@ def run(args: argparse.Namespace) -> int:
     if stopped_by is not None:
         exits.note_stop(stopped_by)
     exits.reraise_stop()  # uvicorn stopped gracefully on SIGTERM/Ctrl-C: exit 143/130, as documented
+    return 0
+
+
+def collect_garbage(config: Any, dry_run: bool, as_json: bool) -> int:
+    """``palaestra server gc``: one clean-up of the database and store of ``config``, reported."""
+    import json
+
+    from palaestra.scoreboard.server.gc import collect
+    from palaestra.scoreboard.server.state import open_database
+    from palaestra.scoreboard.server.storage import open_store
+
+    with startup_errors(config):
+        db = open_database(config, migrate_now=True)
+        store = open_store(config.storage_url, config.s3_endpoint_url)
+        store.check()
+    try:
+        report = collect(
+            db, store, grace_s=config.gc_grace_s, idempotency_ttl_s=config.idempotency_ttl_s, dry_run=dry_run
+        )
+    finally:
+        db.dispose()
+    print(json.dumps(report.document(), indent=2) if as_json else report.summary() + ".")
     return 0
 
 

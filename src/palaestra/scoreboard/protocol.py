@@ -577,9 +577,17 @@ def parse_json(
             raise JSONInputError(f"{what} is nested deeper than {max_depth} levels.") from None
         except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, integers past 4300 digits
             raise JSONInputError(f"{what} is not valid JSON: {e}") from None
-    if _deeper_than(doc, max_depth):
+    if _brackets(data) > max_depth and _deeper_than(doc, max_depth):
         raise JSONInputError(f"{what} is nested deeper than {max_depth} levels.")
     return doc
+
+
+def _brackets(data: bytes | str) -> int:
+    """How many arrays and objects ``data`` opens at most: no deeper than that (counted at C speed, it
+    spares an episode batch, with its seven, the walk through its million numbers)."""
+    if isinstance(data, str):
+        return data.count("[") + data.count("{")
+    return data.count(b"[") + data.count(b"{")
 
 
 _NOTHING = object()

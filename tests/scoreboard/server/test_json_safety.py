@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -29,6 +30,17 @@ from tests.scoreboard.server_helpers import (
     post_upload,
     tar_gz,
 )
+
+
+@pytest.fixture(scope="module")
+def json_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoreboardServer]:
+    """A server of this module's own, without rate limits: a hundred uploads that fail leave a
+    hundred pending files, which would count against the shared server's user."""
+    no_limits = {"PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "0", "PALAESTRA_RATE_LIMIT_PENDING_FILES": "0"}
+    server = ScoreboardServer(tmp_path_factory.mktemp("scoreboard-json"), env=no_limits).start()
+    yield server
+    server.stop()
+
 
 #: Examples per parser against the server (each costs one or two requests).
 SERVER_EXAMPLES = settings(
@@ -129,15 +141,15 @@ def test_parse_json_refuses_nan_and_infinity_unless_allowed() -> None:
     body=adversarial,
     route=st.sampled_from(["/v1/files", "/v1/evaluations", "/v1/benchmark_runs", "/v1/algorithms"]),
 )
-def test_request_bodies(scoreboard_server: ScoreboardServer, body: bytes, route: str) -> None:
-    with scoreboard_server.client() as c:
+def test_request_bodies(json_server: ScoreboardServer, body: bytes, route: str) -> None:
+    with json_server.client() as c:
         r = c.post(route, content=body, headers={"Content-Type": "application/json"})
     assert_handled(r)
 
 
-def test_a_deep_body_is_a_400_naming_the_depth(scoreboard_server: ScoreboardServer) -> None:
+def test_a_deep_body_is_a_400_naming_the_depth(json_server: ScoreboardServer) -> None:
     """Also a 2017-style query string, a video archive's manifest and an episode batch nested deep."""
-    with scoreboard_server.client() as c:
+    with json_server.client() as c:
         for route in ("/v1/files", "/v1/evaluations", "/v1/benchmark_runs", "/v1/algorithms"):
             body = error_of(c.post(route, content=_nested(100_000, "array")), 400)
             assert "nested deeper than" in body["detail"]
@@ -152,16 +164,16 @@ def test_a_deep_body_is_a_400_naming_the_depth(scoreboard_server: ScoreboardServ
 
 @SERVER_EXAMPLES
 @given(doc=adversarial)
-def test_uploaded_episode_batches(scoreboard_server: ScoreboardServer, doc: bytes) -> None:
-    with scoreboard_server.client() as c:
+def test_uploaded_episode_batches(json_server: ScoreboardServer, doc: bytes) -> None:
+    with json_server.client() as c:
         f = create_file(c, "episode_batch")
     assert_problem(post_upload(f, doc))
 
 
 @SERVER_EXAMPLES
 @given(manifest=adversarial)
-def test_a_video_archives_manifest(scoreboard_server: ScoreboardServer, manifest: bytes) -> None:
-    with scoreboard_server.client() as c:
+def test_a_video_archives_manifest(json_server: ScoreboardServer, manifest: bytes) -> None:
+    with json_server.client() as c:
         f = create_file(c, "video")
     assert_handled(post_upload(f, tar_gz([("manifest.json", manifest)])))
 
@@ -169,7 +181,7 @@ def test_a_video_archives_manifest(scoreboard_server: ScoreboardServer, manifest
 @SERVER_EXAMPLES
 @given(member=adversarial, which=st.sampled_from(["recording", "metadata"]))
 def test_a_terminal_recording_and_its_metadata(
-    scoreboard_server: ScoreboardServer, member: bytes, which: str
+    json_server: ScoreboardServer, member: bytes, which: str
 ) -> None:
     name, meta = "openaigym.video.0.1.video000000.json", "openaigym.video.0.1.video000000.meta.json"
     recording = member if which == "recording" else ansi_recording()
@@ -179,7 +191,7 @@ def test_a_terminal_recording_and_its_metadata(
         else json.dumps({"episode_id": 0, "content_type": CONTENT_TYPE_ANSI}).encode()
     )
     manifest = json.dumps({"version": 0, "videos": [[name, meta]]}).encode()
-    with scoreboard_server.client() as c:
+    with json_server.client() as c:
         f = create_file(c, "video")
     r = post_upload(f, tar_gz([(name, recording), (meta, metadata), ("manifest.json", manifest)]))
     assert_problem(r)
@@ -187,29 +199,45 @@ def test_a_terminal_recording_and_its_metadata(
 
 @SERVER_EXAMPLES
 @given(query=adversarial, route=st.sampled_from(["/v1/evaluations", "/v1/files", "/v1/benchmark_runs"]))
-def test_2017_style_json_query_strings(scoreboard_server: ScoreboardServer, query: bytes, route: str) -> None:
+def test_2017_style_json_query_strings(json_server: ScoreboardServer, query: bytes, route: str) -> None:
     text = query.decode("utf-8", "replace")
     if not text.startswith("{"):
         text = "{" + text  # the 2017 client's form: the query string is a JSON object
     assume(len(text) < 10_000)  # URLs are far shorter than bodies
-    with scoreboard_server.client() as c:
+    with json_server.client() as c:
         assert_handled(c.get(f"{route}?{quote(text, safe='')}"))
 
 
 @SERVER_EXAMPLES
 @given(tags=adversarial)
-def test_benchmark_run_tags(scoreboard_server: ScoreboardServer, tags: bytes) -> None:
+def test_benchmark_run_tags(json_server: ScoreboardServer, tags: bytes) -> None:
     text = tags.decode("utf-8", "replace")
-    with scoreboard_server.client() as c:
+    with json_server.client() as c:
         r = c.post("/v1/benchmark_runs", json={"benchmark_id": "ClassicControl2-v1", "tags": text})
         assert_handled(r)
         if r.status_code < 400:  # a JSON object within the limits: it is stored and read back
             assert c.get(f"/v1/benchmark_runs/{r.json()['id']}").status_code == 200
 
 
-def test_tags_nested_2000_deep_are_a_400(scoreboard_server: ScoreboardServer) -> None:
+def test_tags_nested_2000_deep_are_a_400(json_server: ScoreboardServer) -> None:
     """Once a 500 (RecursionError) from the tags of a benchmark run."""
-    with scoreboard_server.client() as c:
+    with json_server.client() as c:
         tags = _nested(2_000, "array").decode()
         body = error_of(c.post("/v1/benchmark_runs", json={"benchmark_id": "X-v0", "tags": tags}), 400)
     assert "tags" in body["detail"] and "nested deeper than" in body["detail"]
+
+
+def test_values_postgresql_cannot_store_are_a_400(scoreboard_factory: Any, postgres_url: str) -> None:
+    """A NUL character is valid JSON and a valid URL, but no PostgreSQL text: a 400 naming it, not a 500."""
+    server: ScoreboardServer = scoreboard_factory(database_url=postgres_url)
+    requests: list[tuple[str, str, Any]] = [
+        ("GET", "/v1/evaluations?env=%00", None),
+        ("GET", "/v1/evaluations?" + quote('{"env": "\\u0000"}', safe=""), None),
+        ("GET", "/v1/evaluations/eval_%00", None),
+        ("POST", "/v1/algorithms", {"name": "a\u0000"}),
+        ("POST", "/v1/benchmark_runs", {"benchmark_id": "X-v0", "tags": json.dumps({"a": "\u0000"})}),
+    ]
+    for method, url, body in requests:
+        with server.client() as c:
+            detail = error_of(c.request(method, url, json=body), 400)["detail"]
+        assert "cannot store" in detail, (url, detail)

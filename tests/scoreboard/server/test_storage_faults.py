@@ -11,6 +11,8 @@ import contextlib
 import errno
 import json
 import os
+import secrets
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,7 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.problems import storage_full
+from tests.scoreboard.conftest import PG_ADMIN_URL, postgres_available
 from tests.scoreboard.server_helpers import ScoreboardServer, create_file, error_of, make_batch, post_upload
 
 
@@ -144,3 +147,54 @@ def test_storage_full_is_recognised_through_the_layers_that_wrap_it() -> None:
     assert storage_full(sqlite_full) == "database" and storage_full(pg_full) == "database"
     assert storage_full(OSError(errno.EACCES, "denied")) is None
     assert storage_full(sa.exc.OperationalError("SELECT", {}, Exception("connection refused"))) is None
+
+
+@pytest.fixture
+def postgres_on_small_disk(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """``(database URL, disk)``: a fresh PostgreSQL database whose tables live on a 24 MiB tmpfs (a
+    tablespace there; PostgreSQL on this machine, as the suite's is). Skips where that cannot be made."""
+    reason = postgres_available()
+    if reason:
+        pytest.skip(reason)
+    import psycopg
+
+    # the server's user must reach the folder: not under pytest's private temporary folder
+    disk = Path(f"/tmp/palaestra-tablespace-{secrets.token_hex(4)}")
+    name = f"palaestra_test_{secrets.token_hex(6)}"
+    with small_disk(disk, size="24m"):
+        shutil.chown(disk, "postgres", "postgres")
+        disk.chmod(0o700)
+        try:
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                conn.execute(f"CREATE TABLESPACE {name} LOCATION '{disk}'")
+                conn.execute(f'CREATE DATABASE "{name}" TABLESPACE {name}')
+        except psycopg.Error as e:
+            pytest.skip(f"cannot put a PostgreSQL tablespace on a small disk here: {e}")
+        try:
+            yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}", disk
+        finally:
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                conn.execute(f"DROP TABLESPACE IF EXISTS {name}")
+
+
+def test_postgresql_out_of_disk_is_507_and_fails_health(
+    scoreboard_factory: Any, postgres_on_small_disk: tuple[str, Path]
+) -> None:
+    database_url, disk = postgres_on_small_disk
+    server: ScoreboardServer = scoreboard_factory(database_url=database_url)
+    filler = fill(disk)
+    answers = []
+    with server.client() as c:
+        for _ in range(2000):  # each new page of the files table needs room on the disk
+            r = c.post("/v1/files", json={"purpose": "episode_batch"})
+            answers.append(r.status_code)
+            if r.status_code != 201:
+                break
+    assert answers[-1] == 507, answers[-5:]
+    assert_storage_full(r)
+    assert "database" in r.json()["detail"]
+    filler.unlink()
+    with server.client() as c:
+        assert c.post("/v1/files", json={"purpose": "episode_batch"}).status_code == 201
+    assert health(server).status_code == 200

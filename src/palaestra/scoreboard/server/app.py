@@ -19,9 +19,12 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from palaestra._version import __version__
+from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server import api, logs, problems, web
+from palaestra.scoreboard.server.api.deps import add_request_bodies
 from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
+from palaestra.scoreboard.server.gc import PeriodicGc
 from palaestra.scoreboard.server.ingest import warm_up
 from palaestra.scoreboard.server.state import ServerState, build_state
 
@@ -52,12 +55,20 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
             anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
         # Build the env catalogue (it imports every env provider) while the first requests arrive.
         threading.Thread(target=warm_up, name="palaestra-warm-up", daemon=True).start()
+        scoreboard: ServerState = app.state.scoreboard
+        cleaner = None
+        if cfg.gc_interval_s > 0:
+            cleaner = PeriodicGc(
+                scoreboard.db, scoreboard.store, cfg.gc_interval_s, cfg.gc_grace_s, cfg.idempotency_ttl_s
+            ).start()
         logger.info(
             "palaestra scoreboard: database %s, storage %s", _safe_url(cfg.database_url), cfg.storage_url
         )
         try:
             yield
         finally:
+            if cleaner is not None:
+                cleaner.stop()
             if own:
                 app.state.scoreboard.close()
 
@@ -71,7 +82,21 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
     problems.install(app)
     api.include(app)
     web.include(app)
+    _document_request_bodies(app)
     return app
+
+
+def _document_request_bodies(app: FastAPI) -> None:
+    """``/openapi.json`` with the request bodies of the routes that read theirs after authentication
+    (:func:`palaestra.scoreboard.server.api.deps.json_body`)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = add_request_bodies(generate(), api.ROUTERS, API_PREFIX)
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _safe_url(url: str) -> str:
@@ -144,6 +169,7 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
         env["PALAESTRA_TRUST_PROXY"] = "1"
     env["PALAESTRA_SESSION_TTL_S"] = str(config.session_ttl_s)
     env["PALAESTRA_INVITE_TTL_S"] = str(config.invite_ttl_s)
+    env["PALAESTRA_GC_INTERVAL_S"] = str(config.gc_interval_s)
     return env
 
 

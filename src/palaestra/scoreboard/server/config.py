@@ -27,6 +27,13 @@ GRAPH_BUCKETS = 100
 #: How long a sign-in lasts (the session expires then, however active), and an invite link.
 DEFAULT_SESSION_TTL_S = 14 * 24 * 3600
 DEFAULT_INVITE_TTL_S = 7 * 24 * 3600
+#: How often the server cleans up (``palaestra server gc``) while it runs; 0: never.
+DEFAULT_GC_INTERVAL_S = 3600
+#: A blob or temporary file younger than this is never removed (an upload may be between writing
+#: its bytes and committing its row), nor a pending file that expired less than this long ago.
+DEFAULT_GC_GRACE_S = 3600
+#: How long an ``Idempotency-Key`` replays its answer (clients retry within minutes; Stripe keeps 24 h).
+DEFAULT_IDEMPOTENCY_TTL_S = 24 * 3600
 
 ENV_DATABASE_URL = "PALAESTRA_DATABASE_URL"
 ENV_STORAGE = "PALAESTRA_STORAGE"
@@ -50,6 +57,9 @@ ENV_LIMITS = {
     "PALAESTRA_RATE_LIMIT_INVALID_KEYS": "invalid_keys_per_window",
     "PALAESTRA_SESSION_TTL_S": "session_ttl_s",
     "PALAESTRA_INVITE_TTL_S": "invite_ttl_s",
+    "PALAESTRA_GC_INTERVAL_S": "gc_interval_s",
+    "PALAESTRA_GC_GRACE_S": "gc_grace_s",
+    "PALAESTRA_IDEMPOTENCY_TTL_S": "idempotency_ttl_s",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -95,6 +105,12 @@ class ServerConfig:
     invalid_keys_per_window: int = DEFAULT_INVALID_KEYS_PER_WINDOW
     #: on SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut off
     graceful_timeout_s: float = DEFAULT_GRACEFUL_TIMEOUT_S
+    #: seconds between clean-ups in the running server (0: none; ``palaestra server gc`` by hand)
+    gc_interval_s: int = DEFAULT_GC_INTERVAL_S
+    #: age below which gc leaves blobs, temporary files and just-expired pending files alone
+    gc_grace_s: int = DEFAULT_GC_GRACE_S
+    #: age after which gc removes a stored ``Idempotency-Key`` answer
+    idempotency_ttl_s: int = DEFAULT_IDEMPOTENCY_TTL_S
     #: apply Alembic migrations when the app starts
     migrate_on_start: bool = True
     #: run the busiest handlers on the event loop (``None``: when :attr:`database_is_local`)

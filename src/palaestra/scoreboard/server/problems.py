@@ -169,15 +169,20 @@ def install(app: FastAPI) -> None:
         return error_response(request, exc.status_code, detail, headers=getattr(exc, "headers", None))
 
     async def _storage_fault(request: Request, exc: Exception) -> JSONResponse:
-        """507 for a full disk or database; any other fault goes on to :class:`RequestMiddleware` (a 500, logged once)."""
+        """507 for a full disk or database; 400 for a value the database cannot store (PostgreSQL's
+        data exceptions: a NUL character in a string, a number out of range); any other fault goes on
+        to :class:`RequestMiddleware` (a 500, logged once)."""
         which = storage_full(exc)
-        if which is None:
-            raise exc
-        # one line, no traceback: the cause is known, and a full disk fails every request alike
-        logger.error(
-            "Storage full (%s) in %s %s (%s): %s", which, request.method, request.url.path, request_id(request), exc
-        )
-        return error_response(request, 507, storage_full_detail(which))
+        if which is not None:
+            # one line, no traceback: the cause is known, and a full disk fails every request alike
+            logger.error(
+                "Storage full (%s) in %s %s (%s): %s", which, request.method, request.url.path, request_id(request), exc
+            )
+            return error_response(request, 507, storage_full_detail(which))
+        if isinstance(exc, sa.exc.DataError):
+            reason = str(exc.orig or exc).strip().splitlines()[0]
+            return error_response(request, 400, f"The request holds a value the server cannot store: {reason}.")
+        raise exc
 
     app.add_exception_handler(OSError, _storage_fault)
     app.add_exception_handler(sa.exc.DBAPIError, _storage_fault)

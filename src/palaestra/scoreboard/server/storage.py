@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 import tempfile
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlparse
@@ -49,6 +51,19 @@ def check_key(key: str) -> str:
     if not key or key.startswith("/") or "\\" in key or any(p in ("", ".", "..") for p in parts):
         raise ValueError(f"invalid blob key {key!r}")
     return key
+
+
+@dataclass(frozen=True)
+class BlobInfo:
+    """A blob as a listing shows it: its key, size and last change (seconds since the epoch)."""
+
+    key: str
+    size: int
+    modified: float
+
+
+#: Keys under this prefix are the health probes' (``api.health``), never a user's data.
+HEALTH_PREFIX = ".health/"
 
 
 class BlobStore(ABC):
@@ -91,6 +106,18 @@ class BlobStore(ABC):
     @abstractmethod
     def delete(self, key: str) -> None:
         """Remove the blob (no error if it is not there)."""
+
+    @abstractmethod
+    def list_blobs(self) -> Iterator[BlobInfo]:
+        """Every blob in the store (the health probes' excepted), in no particular order."""
+
+    def list_temporary(self) -> Iterator[BlobInfo]:
+        """Temporary files of writes in progress or killed (key: the name to pass to
+        :meth:`delete_temporary`); stores whose writes are atomic by themselves (S3) have none."""
+        return iter(())
+
+    def delete_temporary(self, name: str) -> None:  # noqa: B027  (optional hook)
+        """Remove a temporary file listed by :meth:`list_temporary`."""
 
     def local_path(self, key: str) -> Path | None:
         """A local path of the blob, for stores that have one (the file store)."""
@@ -193,6 +220,36 @@ class FileStore(BlobStore):
     def local_path(self, key: str) -> Path | None:
         return self.path(key)
 
+    def list_blobs(self) -> Iterator[BlobInfo]:
+        skipped = {self._tmp, self.root / HEALTH_PREFIX.rstrip("/")}
+        for folder, dirs, names in os.walk(self.root):
+            dirs[:] = [d for d in dirs if Path(folder, d) not in skipped]
+            for name in names:
+                info = _file_info(Path(folder, name))
+                if info is not None:
+                    yield BlobInfo(Path(folder, name).relative_to(self.root).as_posix(), *info)
+
+    def list_temporary(self) -> Iterator[BlobInfo]:
+        if self._tmp.is_dir():
+            for path in self._tmp.iterdir():
+                info = _file_info(path)
+                if info is not None:
+                    yield BlobInfo(path.name, *info)
+
+    def delete_temporary(self, name: str) -> None:
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"invalid temporary file name {name!r}")
+        (self._tmp / name).unlink(missing_ok=True)
+
+
+def _file_info(path: Path) -> tuple[int, float] | None:
+    """``(size, modified)`` of a file, or None if it is gone or not a regular file."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        return None
+    return (st.st_size, st.st_mtime) if stat.S_ISREG(st.st_mode) else None
+
 
 class S3Store(BlobStore):
     """Blobs in an S3 bucket (any S3-compatible endpoint) under a key prefix."""
@@ -277,6 +334,14 @@ class S3Store(BlobStore):
 
     def delete(self, key: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self._key(key))
+
+    def list_blobs(self) -> Iterator[BlobInfo]:
+        start = f"{self.prefix}/" if self.prefix else ""
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=start):
+            for item in page.get("Contents", []):
+                key = str(item["Key"])[len(start) :]
+                if key and not key.startswith(HEALTH_PREFIX):
+                    yield BlobInfo(key, int(item["Size"]), item["LastModified"].timestamp())
 
     def download_url(self, key: str, expires_in: int = 3600, content_type: str | None = None) -> str | None:
         params: dict[str, Any] = {"Bucket": self.bucket, "Key": self._key(key)}

@@ -132,3 +132,15 @@ def test_openapi_is_served(scoreboard_server: ScoreboardServer) -> None:
         assert path in doc["paths"], path
     answers = doc["paths"]["/v1/envs"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     assert answers["$ref"].endswith("ListPage_EnvObject_")
+    # bodies read after authentication (api.deps.json_body) are documented all the same
+    for path, model in (
+        ("/v1/files", "FileCreate"),
+        ("/v1/evaluations", "EvaluationCreate"),
+        ("/v1/benchmark_runs", "BenchmarkRunCreate"),
+        ("/v1/benchmark_runs/{run_id}", "BenchmarkRunUpdate"),
+        ("/v1/algorithms", "AlgorithmCreate"),
+    ):
+        body = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        assert body == {"$ref": f"#/components/schemas/{model}"}
+        assert model in doc["components"]["schemas"]
+    assert "AlgorithmRef" in doc["components"]["schemas"]  # nested in EvaluationCreate

@@ -11,11 +11,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
 from urllib.parse import parse_qsl, unquote
 
-from fastapi import Depends, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
 from palaestra.scoreboard import protocol
@@ -24,7 +26,7 @@ from palaestra.scoreboard.server.deps import get_state
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.state import ServerState
 
-__all__ = ["CurrentUser", "ListQuery", "ListRequest", "State", "json_body", "query_params"]
+__all__ = ["CurrentUser", "ListQuery", "ListRequest", "State", "add_request_bodies", "json_body", "query_params"]
 
 State = Annotated[ServerState, Depends(get_state)]
 CurrentUser = Annotated[Principal, Depends(require_user)]
@@ -55,7 +57,38 @@ def json_body(model: type[_Model]) -> Any:
         except ValidationError as e:
             raise RequestValidationError(e.errors(include_url=False)) from None
 
+    parse.body_model = model  # type: ignore[attr-defined]  # for the OpenAPI document (add_request_bodies)
     return Depends(parse)
+
+
+def add_request_bodies(document: dict[str, Any], routers: Iterable[APIRouter], prefix: str) -> dict[str, Any]:
+    """Put the request body of each :func:`json_body` route of ``routers`` (served under ``prefix``)
+    into the OpenAPI ``document``, with its model's schema among the components (FastAPI documents
+    only the bodies it reads itself)."""
+    from pydantic.json_schema import models_json_schema
+
+    bodies: dict[tuple[str, str], type[BaseModel]] = {}
+    for route in (r for router in routers for r in router.routes if isinstance(r, APIRoute)):
+        for dependency in route.dependant.dependencies:
+            model = getattr(dependency.call, "body_model", None)
+            if model is not None:
+                for method in route.methods or ():
+                    bodies[(prefix + route.path, method.lower())] = model
+    if not bodies:
+        return document
+    refs, schema = models_json_schema(
+        [(m, "validation") for m in set(bodies.values())], ref_template="#/components/schemas/{model}"
+    )
+    components = document.setdefault("components", {}).setdefault("schemas", {})
+    for name, definition in schema.get("$defs", {}).items():
+        components.setdefault(name, definition)
+    for (path, method), model in bodies.items():
+        operation = document["paths"][path][method]
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": refs[(model, "validation")]}},
+        }
+    return document
 
 
 def query_params(request: Request) -> dict[str, Any]:

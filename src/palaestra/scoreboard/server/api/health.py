@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import uuid
 from collections.abc import Callable
 
 import sqlalchemy as sa
@@ -19,15 +20,15 @@ from palaestra.scoreboard.server.api.deps import State
 from palaestra.scoreboard.server.db import ServerSetting, utcnow
 from palaestra.scoreboard.server.problems import problem_body, storage_full, storage_full_detail
 from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.storage import HEALTH_PREFIX
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["service"])
 logger = logging.getLogger("palaestra.scoreboard")
 
-#: The ``server_settings`` row and the blob each process writes and reads back.
+#: The ``server_settings`` row every probe writes and reads back.
 PROBE_SETTING = "health_probe"
-PROBE_KEY = f".health/{socket.gethostname()}-{os.getpid()}"
 
 _UPDATE_PROBE = sa.update(ServerSetting).where(ServerSetting.key == PROBE_SETTING).values(value=sa.bindparam("value"))
 _INSERT_PROBE = sa.insert(ServerSetting).values(key=PROBE_SETTING, value=sa.bindparam("value"))
@@ -72,10 +73,15 @@ def _probe_database(state: ServerState) -> None:
 
 
 def _probe_store(state: ServerState) -> None:
+    """A blob of its own per probe (concurrent probes cannot read each other's), removed after."""
+    key = f"{HEALTH_PREFIX}{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     data = utcnow().isoformat().encode()
-    state.store.put_bytes(PROBE_KEY, data)
-    if state.store.get_bytes(PROBE_KEY) != data:
-        raise RuntimeError("the probe blob read back differs from the one written")
+    try:
+        state.store.put_bytes(key, data)
+        if state.store.get_bytes(key) != data:
+            raise RuntimeError("the probe blob read back differs from the one written")
+    finally:
+        state.store.delete(key)
 
 
 def _first_line(e: Exception) -> str:

@@ -29,6 +29,7 @@ from palaestra.scoreboard.server.api.files import load_file, sign_upload
 from palaestra.scoreboard.server.body_limits import FORM_OVERHEAD_BYTES
 from palaestra.scoreboard.server.db import FileRecord, utcnow
 from palaestra.scoreboard.server.deps import run_blocking
+from palaestra.scoreboard.server.faults import pause_at
 from palaestra.scoreboard.server.ingest import (
     ArchiveLimits,
     IngestError,
@@ -175,6 +176,7 @@ def _accept_upload(state: ServerState, record: FileRecord, part: UploadFile) -> 
         part.file.seek(0)
         store = _store_batch if record.purpose == "episode_batch" else _store_archive
         stored = store(state, record, part, attempt, stored_keys)
+        pause_at("after_blob_write")  # tests only (server.faults): a kill here leaves an orphaned blob
         marked = {
             "file_id": record.id,
             "storage_key": stored.key,
