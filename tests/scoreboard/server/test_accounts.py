@@ -340,3 +340,32 @@ def test_users_create_password_asks_twice_at_a_hidden_prompt(tmp_path: Path) -> 
         assert accounts.authenticate(db, "typist", PASSWORD) is not None
     finally:
         db.dispose()
+
+
+def test_ten_failed_sign_ins_hold_the_name_back_even_with_the_right_password(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    name, other = _name("g"), _name("o")
+    scoreboard_server.create_user(name, PASSWORD)
+    scoreboard_server.create_user(other, PASSWORD)
+    with httpx.Client(base_url=scoreboard_server.url) as c:
+        for _ in range(accounts.MAX_FAILED_SIGN_INS):
+            assert _sign_in(c, name, "a wrong guess").status_code == 401
+        held = _sign_in(c, name, PASSWORD)
+        assert held.status_code == 429 and "Too many failed sign-ins" in held.text
+        assert int(held.headers["Retry-After"]) > 0
+        assert _sign_in(c, other, PASSWORD).status_code == 303, "other names are not held back"
+
+
+def test_the_throttle_forgets_failures_after_its_window() -> None:
+    throttle = accounts.SignInThrottle(max_failures=2, window_s=0.3)
+    throttle.failed("Ada")
+    assert throttle.wait_s("ada") == 0
+    throttle.failed("ada")
+    assert 0 < throttle.wait_s("ADA") <= 0.3
+    time.sleep(0.35)
+    assert throttle.wait_s("ada") == 0
+    throttle.failed("ada")
+    throttle.succeeded("ada")
+    throttle.failed("ada")
+    assert throttle.wait_s("ada") == 0, "a success starts the count afresh"
