@@ -74,6 +74,11 @@ def test_users_create_password_stdin_lets_the_user_sign_in_and_the_key_is_still_
         assert r.status_code == 303 and r.headers["location"] == "/settings/profile"
         page = c.get("/settings/profile").text
     assert key[:10] in page, "the key the command printed is listed (by its first characters)"
+    keys = json.loads(scoreboard_server.palaestra("users", "list", "--json").stdout)
+    assert [k["password_set"] for k in keys if k["user"] == name] == [True]
+    assert any(not k["password_set"] for k in keys if k["user"] == "tester")
+    assert f"{name}\t" in (listed := scoreboard_server.palaestra("users", "list").stdout)
+    assert next(line for line in listed.splitlines() if line.startswith(name)).endswith("\tpassword")
 
 
 def test_users_create_refuses_a_short_password_or_a_prompt_without_a_terminal_and_creates_nothing(
