@@ -146,6 +146,17 @@ def test_behind_a_trusted_proxy_that_speaks_https_the_cookie_is_secure(scoreboar
     assert "secure" in cookie and "httponly" in cookie and "samesite=lax" in cookie
 
 
+def test_with_an_https_public_url_the_cookie_is_secure(scoreboard_factory: object) -> None:
+    server: ScoreboardServer = scoreboard_factory(env={"PALAESTRA_PUBLIC_URL": "https://gym.example.org"})  # type: ignore[operator]
+    server.create_user("public", PASSWORD)
+    with httpx.Client(base_url=server.url) as c:
+        page = c.get("/login")
+        form_cookie = _set_cookie(page, "palaestra_form")
+        r = c.post("/login", data={"name": "public", "password": PASSWORD, "csrf_token": form_token(page.text)},
+                   headers={"Cookie": form_cookie.split(";")[0]})
+    assert "secure" in form_cookie.lower() and "secure" in _set_cookie(r, "palaestra_session").lower()
+
+
 def test_a_session_expires_and_signing_out_ends_it(scoreboard_factory: object) -> None:
     server: ScoreboardServer = scoreboard_factory(env={"PALAESTRA_SESSION_TTL_S": "2"})  # type: ignore[operator]
     server.create_user("brief", PASSWORD)
