@@ -385,3 +385,18 @@ def test_the_throttle_forgets_failures_after_its_window() -> None:
     throttle.succeeded("ada")
     throttle.failed("ada")
     assert throttle.wait_s("ada") == 0, "a success starts the count afresh"
+
+
+@pytest.mark.postgres
+def test_accounts_on_postgresql(scoreboard_factory: object, postgres_url: str) -> None:
+    server: ScoreboardServer = scoreboard_factory(database_url=postgres_url)  # type: ignore[operator]
+    server.create_user("pg-user", PASSWORD)
+    with server.signed_in_client("pg-user", PASSWORD) as c:
+        token = form_token(c.get("/settings/profile").text)
+        page = c.post("/settings/profile/keys", data={"csrf_token": token})
+        key = re.search(r'id="new-key-value">([^<]+)<', page.text)
+        assert key
+        assert httpx.post(f"{server.url}/v1/files", json={"purpose": "episode_batch"},
+                          headers={"Authorization": f"Bearer {key.group(1)}"}).status_code == 201
+        assert c.post("/logout", data={"csrf_token": token}).status_code == 303
+        assert c.get("/settings/profile").status_code == 303
