@@ -97,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
                 print("No users yet: `palaestra users create NAME`.")
             for k in keys:
                 state = f"revoked {k.revoked:%Y-%m-%d %H:%M}" if k.revoked else "active"
-                print(f"{k.user}\t{k.key_id}\t{k.prefix}...\tcreated {k.created:%Y-%m-%d %H:%M}\t{state}")
+                signs_in = "password" if k.password_set else "no password"
+                print(
+                    f"{k.user}\t{k.key_id}\t{k.prefix}...\tcreated {k.created:%Y-%m-%d %H:%M}\t{state}\t{signs_in}"
+                )
             return 0
         revoked = auth.revoke(db, args.target)
         if not revoked:
@@ -120,6 +123,7 @@ def _key_document(key: Any) -> dict[str, Any]:
         "created": key.created.isoformat(),
         "revoked": key.revoked.isoformat() if key.revoked else None,
         "active": key.revoked is None,
+        "password_set": key.password_set,
     }
 
 

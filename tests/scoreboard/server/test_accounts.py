@@ -74,6 +74,11 @@ def test_users_create_password_stdin_lets_the_user_sign_in_and_the_key_is_still_
         assert r.status_code == 303 and r.headers["location"] == "/settings/profile"
         page = c.get("/settings/profile").text
     assert key[:10] in page, "the key the command printed is listed (by its first characters)"
+    keys = json.loads(scoreboard_server.palaestra("users", "list", "--json").stdout)
+    assert [k["password_set"] for k in keys if k["user"] == name] == [True]
+    assert any(not k["password_set"] for k in keys if k["user"] == "tester")
+    assert f"{name}\t" in (listed := scoreboard_server.palaestra("users", "list").stdout)
+    assert next(line for line in listed.splitlines() if line.startswith(name)).endswith("\tpassword")
 
 
 def test_users_create_refuses_a_short_password_or_a_prompt_without_a_terminal_and_creates_nothing(
@@ -139,6 +144,17 @@ def test_behind_a_trusted_proxy_that_speaks_https_the_cookie_is_secure(scoreboar
                    headers={"Cookie": form_cookie.split(";")[0]})
     cookie = _set_cookie(r, "palaestra_session").lower()
     assert "secure" in cookie and "httponly" in cookie and "samesite=lax" in cookie
+
+
+def test_with_an_https_public_url_the_cookie_is_secure(scoreboard_factory: object) -> None:
+    server: ScoreboardServer = scoreboard_factory(env={"PALAESTRA_PUBLIC_URL": "https://gym.example.org"})  # type: ignore[operator]
+    server.create_user("public", PASSWORD)
+    with httpx.Client(base_url=server.url) as c:
+        page = c.get("/login")
+        form_cookie = _set_cookie(page, "palaestra_form")
+        r = c.post("/login", data={"name": "public", "password": PASSWORD, "csrf_token": form_token(page.text)},
+                   headers={"Cookie": form_cookie.split(";")[0]})
+    assert "secure" in form_cookie.lower() and "secure" in _set_cookie(r, "palaestra_session").lower()
 
 
 def test_a_session_expires_and_signing_out_ends_it(scoreboard_factory: object) -> None:
@@ -340,3 +356,47 @@ def test_users_create_password_asks_twice_at_a_hidden_prompt(tmp_path: Path) -> 
         assert accounts.authenticate(db, "typist", PASSWORD) is not None
     finally:
         db.dispose()
+
+
+def test_ten_failed_sign_ins_hold_the_name_back_even_with_the_right_password(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    name, other = _name("g"), _name("o")
+    scoreboard_server.create_user(name, PASSWORD)
+    scoreboard_server.create_user(other, PASSWORD)
+    with httpx.Client(base_url=scoreboard_server.url) as c:
+        for _ in range(accounts.MAX_FAILED_SIGN_INS):
+            assert _sign_in(c, name, "a wrong guess").status_code == 401
+        held = _sign_in(c, name, PASSWORD)
+        assert held.status_code == 429 and "Too many failed sign-ins" in held.text
+        assert int(held.headers["Retry-After"]) > 0
+        assert _sign_in(c, other, PASSWORD).status_code == 303, "other names are not held back"
+
+
+def test_the_throttle_forgets_failures_after_its_window() -> None:
+    throttle = accounts.SignInThrottle(max_failures=2, window_s=0.3)
+    throttle.failed("Ada")
+    assert throttle.wait_s("ada") == 0
+    throttle.failed("ada")
+    assert 0 < throttle.wait_s("ADA") <= 0.3
+    time.sleep(0.35)
+    assert throttle.wait_s("ada") == 0
+    throttle.failed("ada")
+    throttle.succeeded("ada")
+    throttle.failed("ada")
+    assert throttle.wait_s("ada") == 0, "a success starts the count afresh"
+
+
+@pytest.mark.postgres
+def test_accounts_on_postgresql(scoreboard_factory: object, postgres_url: str) -> None:
+    server: ScoreboardServer = scoreboard_factory(database_url=postgres_url)  # type: ignore[operator]
+    server.create_user("pg-user", PASSWORD)
+    with server.signed_in_client("pg-user", PASSWORD) as c:
+        token = form_token(c.get("/settings/profile").text)
+        page = c.post("/settings/profile/keys", data={"csrf_token": token})
+        key = re.search(r'id="new-key-value">([^<]+)<', page.text)
+        assert key
+        assert httpx.post(f"{server.url}/v1/files", json={"purpose": "episode_batch"},
+                          headers={"Authorization": f"Bearer {key.group(1)}"}).status_code == 201
+        assert c.post("/logout", data={"csrf_token": token}).status_code == 303
+        assert c.get("/settings/profile").status_code == 303

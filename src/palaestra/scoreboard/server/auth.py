@@ -56,6 +56,8 @@ class KeyInfo:
     prefix: str
     created: datetime
     revoked: datetime | None
+    #: whether the key's user has a password (signs in to the web pages)
+    password_set: bool = False
 
 
 def _new_key(session: Session, user_seq: int) -> tuple[str, str]:
@@ -117,11 +119,13 @@ def revoke_user_key(db: Database, user_seq: int, key_id: str) -> bool:
 def list_keys(db: Database) -> list[KeyInfo]:
     with db.read() as session:
         rows = session.execute(
-            sa.select(User.name, ApiKey.id, ApiKey.prefix, ApiKey.created, ApiKey.revoked)
+            sa.select(
+                User.name, ApiKey.id, ApiKey.prefix, ApiKey.created, ApiKey.revoked, User.password_hash.is_not(None)
+            )
             .join(ApiKey, ApiKey.user_seq == User.seq, isouter=True)
             .order_by(User.name, ApiKey.created)
         ).all()
-    return [KeyInfo(r[0], r[1] or "", r[2] or "", r[3], r[4]) for r in rows if r[1]]
+    return [KeyInfo(r[0], r[1] or "", r[2] or "", r[3], r[4], bool(r[5])) for r in rows if r[1]]
 
 
 def revoke(db: Database, name_or_key_id: str) -> list[str]:

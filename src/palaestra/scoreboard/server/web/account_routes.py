@@ -60,8 +60,21 @@ def login(
 ) -> Response:
     state = state_of(request)
     next_path = signin.local_path(next, PROFILE_PATH)
-    user = accounts.authenticate(state.db, name.strip(), password) if name.strip() and password else None
+    name = name.strip()
+    wait = state.sign_in_throttle.wait_s(name)
+    if wait:
+        minutes = max(1, round(wait / 60))
+        held = _login_page(
+            request,
+            next_path,
+            429,
+            f"Too many failed sign-ins as {name}: try again in {minutes} minute{'' if minutes == 1 else 's'}.",
+        )
+        held.headers["Retry-After"] = str(max(1, round(wait)))
+        return held
+    user = accounts.authenticate(state.db, name, password) if name and password else None
     if user is None:
+        state.sign_in_throttle.failed(name)
         return _login_page(
             request,
             next_path,
@@ -69,6 +82,7 @@ def login(
             "Wrong user name or password. (A user without a password signs in once the server's "
             "operator sets one: `palaestra users create NAME --password` or `--invite`.)",
         )
+    state.sign_in_throttle.succeeded(name)
     response = _see_other(next_path)
     signin.set_session_cookie(request, response, accounts.start_session(state.db, user, state.config.session_ttl_s))
     return response

@@ -3,7 +3,7 @@
 - :func:`signed_in`: the user of the request's session cookie (looked up once per request);
 - :func:`set_session_cookie` / :func:`clear_session_cookie`: HttpOnly, SameSite=Lax, and Secure when
   the request came over HTTPS (as uvicorn saw it: a proxy's ``X-Forwarded-Proto`` counts only with
-  ``palaestra server --trust-proxy``);
+  ``palaestra server --trust-proxy``) or the server's ``--public-url`` is an https one;
 - :func:`form_token`: the CSRF token the page's forms carry (:func:`.accounts.csrf_token` of the
   session's token, or of a pre-session cookie, :func:`set_form_cookie`, for signed-out forms);
 - :data:`CsrfChecked`: the dependency every POST route of the pages takes; a missing or wrong token
@@ -55,7 +55,10 @@ def signed_in(request: Request) -> accounts.SignedIn | None:
 
 
 def _is_https(request: Request) -> bool:
-    return request.url.scheme == "https"
+    """Whether browsers reach this server over HTTPS: the request came so (a trusted proxy's
+    ``X-Forwarded-Proto`` included), or the configured public URL says so."""
+    public_url = state_of(request).config.public_url or ""
+    return request.url.scheme == "https" or public_url.startswith("https://")
 
 
 def set_session_cookie(request: Request, response: Response, token: str) -> None:
