@@ -11,7 +11,14 @@ import numpy as np
 from gymnasium import spaces
 
 from palaestra.envs.board.opponents import Opponent, Policy, RandomOpponent, make_opponent
-from palaestra.envs.board.rules import COLOR_NAMES, RESIGN, BoardGame, parse_color
+from palaestra.envs.board.rules import (
+    COLOR_NAMES,
+    ENDED_AFTER_MOVE,
+    ENDED_AFTER_REPLY,
+    RESIGN,
+    BoardGame,
+    parse_color,
+)
 from palaestra.errors import Error, IllegalMove, ResetNeeded
 
 ILLEGAL_MOVE_MODES = ("lose", "raise")
@@ -83,6 +90,15 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._empty_legal_cells = self._empty_legal[:-1]
         # Moves strictly alternate and the opponent's moves need no check: step() takes the short path.
         self._alternating = self.opponent.always_legal and game.swap_action is None
+        # Go against the random opponent: the board core (C) plays both moves of a step and keeps the
+        # legal row (engine order, resign last, as engine_legal()) and the observer's planes up to date,
+        # and the engine state only applies the moves (game.board_core(); None without it).
+        self._core_legal = bytearray(game.spiel_game.num_distinct_actions() + 1)
+        core = game.board_core(1, self._core_legal, self._observer.tensor) if self._random_choice else None
+        self._core = core if self._alternating else None
+        self._core_mask_index = (
+            np.arange(len(self._core_legal)) if self._mask_index is None else self._mask_index
+        )
         self._human = render_mode == "human"
         self._resigned: int | None = None
         self._viewer: Any = None
@@ -99,6 +115,10 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._end_info = {}
         self.opponent.reset(int(self.np_random.integers(2**31 - 1)))
         reply = self._opponent_moves()
+        if self._core is not None:  # the core follows the opening moves
+            self._core.reset(0)
+            for engine_action in self._state.history():
+                self._core.play(0, engine_action)
         observation, _, _, info = self._result(reply)
         if self._human:
             self.render()
@@ -133,6 +153,30 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
             return self._finish(None)
         state = self._state
         state.apply_action(engine_action)
+        core = self._core
+        if core is not None:  # Go against the random opponent: the core plays the reply
+            engine_action = core.play_random(0, engine_action, self._random_choice)
+            if engine_action < 0:  # the game ended with the agent's move, or with the reply
+                if engine_action == ENDED_AFTER_MOVE:
+                    return self._finish(None)
+                engine_action = ENDED_AFTER_REPLY - engine_action
+                state.apply_action(engine_action)
+                return self._finish(self._from_engine[engine_action])
+            state.apply_action(engine_action)
+            self._legal = self._core_legal
+            if self._human:
+                self.render()
+            return (
+                self._planes_view.copy(),
+                0.0,
+                False,
+                False,
+                # fancy indexing copies: the agent's own array, in env-action order
+                {
+                    "action_mask": frombuffer(self._core_legal, BOOL)[self._core_mask_index],
+                    "opponent_action": self._from_engine[engine_action],
+                },
+            )
         if self._alternating:
             random_choice = self._random_choice
             if random_choice is not None:  # the random opponent, inlined

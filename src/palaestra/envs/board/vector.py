@@ -51,7 +51,16 @@ from gymnasium.vector.utils import batch_space
 
 from palaestra.envs.board.go import DEFAULT_KOMI, SCORING_RULES, count_by_engine
 from palaestra.envs.board.opponents import GTPOpponent, Opponent, Policy, RandomOpponent, make_opponent
-from palaestra.envs.board.rules import COLOR_NAMES, RESIGN, BoardGame, GoGame, HexGame, parse_color
+from palaestra.envs.board.rules import (
+    COLOR_NAMES,
+    RESIGN,
+    STEP_ENDED,
+    STEP_RESIGNED,
+    BoardGame,
+    GoGame,
+    HexGame,
+    parse_color,
+)
 from palaestra.errors import Error, IllegalMove
 
 __all__ = ["BoardGameVectorEnv", "GoVectorEnv", "HexVectorEnv"]
@@ -139,12 +148,18 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         random_opponents = all(r is not None for r in self._randoms)
         alternating = random_opponents and game.swap_action is None
         self._incremental = alternating and isinstance(game, HexGame)
+        #: Go's board core (C), writing every board's legal row and planes in place; None without it.
+        self._core = game.board_core(num_envs, self._legal, self._gathered) if alternating else None
         if self._incremental:
             self._step_boards = self._step_hex_random
+        elif self._core is not None:
+            self._step_boards = self._step_go_core
         elif alternating and isinstance(game, GoGame):
             self._step_boards = self._step_go_random
         else:
             self._step_boards = self._step_any
+        # Whether the planes in self._gathered are kept up to date board by board (else gathered per step).
+        self._planes_in_place = self._incremental or self._core is not None
         # A new game on a board of this env starts from a position known in advance (the agent is
         # black and nobody moves before it): its legal row and planes are copied, not recomputed.
         self._fresh_start = alternating and self._player == 0
@@ -218,9 +233,10 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         if self.render_mode is None:
             return None
         frames = []
-        for b, state in enumerate(self._states):
-            if state is None:
+        for b in range(self.num_envs):
+            if self._states[b] is None:
                 raise Error("Call reset() before render()")
+            state = self._engine_state(b)
             info = self._end_info[b]
             outcome = None
             if self._over[b] and info.get("reason") in ("resignation", "illegal move"):
@@ -238,8 +254,24 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     # -- the three ways to step the boards ------------------------------------------------------------
     # Each loop is the hot path of every batched training loop: flat, with what it needs bound to locals
     # (bench/board_games.py). Rare cases (illegal moves, resignations, ended games) leave through methods.
+    def _step_go_core(self, actions: list[int], replies: list[int], ended: list[int]) -> None:
+        """Go against the random opponent with the board core: one C call plays every board's two
+        moves (each opponent drawing from its board's generator, as the single env does) and updates
+        the legal rows and planes in place; the engine states wait (see _engine_state())."""
+        events = self._core.step_random(  # type: ignore[union-attr]
+            actions, self._over, self._randoms, replies, self.illegal_move_mode == "raise"
+        )
+        for b, event in events:  # in board order, as the other loops meet them
+            if event == STEP_ENDED:
+                self._end(b, None if replies[b] < 0 else replies[b], ended)
+            elif event == STEP_RESIGNED:
+                self._resign(b, self._player, None, ended)
+            else:
+                self._illegal(b, actions[b], ended)
+
     def _step_go_random(self, actions: list[int], replies: list[int], ended: list[int]) -> None:
-        """Go against the random opponent: the engine rewrites each board's planes and legal row."""
+        """Go against the random opponent without the board core: the engine rewrites each board's
+        planes and legal row."""
         legal, width, resign = self._legal, self._width, self._resign_column
         to_column, from_engine = self._to_column, self._from_engine
         states, randoms, set_from, over = self._states, self._randoms, self._set_from, self._over
@@ -341,6 +373,9 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._resigned[b] = None
         self._end_info[b] = {}
         if self._fresh_start:
+            if self._core is not None:
+                self._core.reset(b)  # its legal row and planes too
+                return -1
             base = b * self._width
             self._legal[base : base + self._width] = self._initial_row
             if self._incremental:
@@ -356,7 +391,21 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             self._end_info[b].pop("reward", None)
         else:
             self._refresh(b)
+            if self._core is not None:  # the core follows the opening moves
+                self._core.reset(b)
+                for action in self._states[b].history():
+                    self._core.play(b, action)
         return -1 if reply is None else reply
+
+    def _engine_state(self, b: int) -> Any:
+        """Board ``b``'s OpenSpiel state. The board core plays without it, so with the core it is
+        rebuilt from the core's moves (the same game: tests/envs/test_go_core.py)."""
+        if self._core is not None:
+            state = self.game.new_state()
+            for action in self._core.history(b):
+                state.apply_action(action)
+            self._states[b] = state
+        return self._states[b]
 
     def _next_seed(self) -> int:
         """A seed for an opponent, from the env's generator (drawn 256 at a time: one draw costs as
@@ -373,7 +422,7 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._legal[base : base + self._resign_column] = state.legal_actions_mask()
         self._legal[base + self._resign_column] = 1
         self._set_from[b](state, 0)
-        if self._incremental:
+        if self._planes_in_place:
             self._gathered[b] = self._tensors[b]
 
     def _opponent_moves(self, b: int) -> int | None:
@@ -411,13 +460,17 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
 
     def _end(self, b: int, reply: int | None, ended: list[int]) -> None:
         """Board ``b``'s game is over: its final planes, an empty legal row, the reward and why."""
-        state = self._states[b]
         self._over[b] = True
         base = b * self._width
         self._legal[base : base + self._width] = self._no_moves_row
+        loser = self._resigned[b]
+        if self._core is not None:  # the core's planes are the final ones; it knows why the game ended
+            self._end_info[b] = self._core_ending(b, loser)
+            ended.append(b)
+            return
+        state = self._states[b]
         self._set_from[b](state, 0)
         self._gathered[b] = self._tensors[b]
-        loser = self._resigned[b]
         if loser is not None:
             info: dict[str, Any] = {"winner": COLOR_NAMES[1 - loser], "reason": "resignation"}
             reward = -1.0 if loser == self._player else 1.0
@@ -427,6 +480,16 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         info["reward"] = reward
         self._end_info[b] = info
         ended.append(b)
+
+    def _core_ending(self, b: int, loser: int | None) -> dict[str, Any]:
+        """The ending (info keys and reward) of board ``b``'s game, played by the board core."""
+        if loser is not None:
+            return {"winner": COLOR_NAMES[1 - loser], "reason": "resignation", "reward": -1.0 if loser == self._player else 1.0}
+        assert isinstance(self.game, GoGame) and self._core is not None
+        reason = self._core.end_reason(b) or ""
+        info, black_return = self.game.describe_board_end(reason, self._core.superko(b), self._planes_view[b])
+        info["reward"] = black_return if self._player == 0 else -black_return
+        return info
 
     # -- the batch ------------------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> list[int]:
@@ -444,7 +507,7 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         return chosen.tolist()
 
     def _observations(self) -> np.ndarray:
-        if not self._incremental:
+        if not self._planes_in_place:
             np.stack(self._tensors, out=self._gathered)
         return self._planes_view.copy()
 
