@@ -97,7 +97,8 @@ typedef struct {
     int has_legal;
     int has_planes;
     int16_t point_of[MAX_SIZE * MAX_SIZE]; /* engine action -> padded point */
-    int16_t action_of[MAX_POINTS];         /* padded point -> engine action, -1 off the board */
+    int16_t cell_of[MAX_POINTS];           /* padded point -> its cell in the planes and the legal row */
+    int16_t column_of[MAX_SIZE * MAX_SIZE + 2]; /* engine action -> its column in the legal row */
     int16_t neighbours[MAX_POINTS][4];
 } GoBoards;
 
@@ -151,6 +152,13 @@ static int positions_add(PositionSet *set, uint64_t key) {
 }
 
 /* -- stones and chains ------------------------------------------------------------------------- */
+/* The engine action of a 2017 gym Go action (row 0 at the top), and back: the rows are flipped;
+ * pass (N*N) and resign (N*N + 1, the legal row's last column) are the same. */
+static inline long flip_rows(const GoBoards *g, long action) {
+    if (action >= g->cells) return action;
+    return (g->n - 1 - action / g->n) * g->n + action % g->n;
+}
+
 static inline float *planes_of(GoBoards *g, int b) { return (float *)g->planes.buf + (Py_ssize_t)b * g->stride; }
 
 static inline uint8_t *row_of(GoBoards *g, int b) { return (uint8_t *)g->legal.buf + (Py_ssize_t)b * g->width; }
@@ -158,7 +166,7 @@ static inline uint8_t *row_of(GoBoards *g, int b) { return (uint8_t *)g->legal.b
 static void set_stone(GoBoards *g, int b, int p, int color) {
     Board *board = &g->boards[b];
     float *planes = planes_of(g, b);
-    int a = g->action_of[p];
+    int a = g->cell_of[p];
     board->color[p] = (uint8_t)color;
     board->hash ^= zobrist[p][color - 1];
     for (int d = 0; d < 4; d++) board->empty_around[g->neighbours[p][d]]--;
@@ -169,7 +177,7 @@ static void set_stone(GoBoards *g, int b, int p, int color) {
 static void clear_stone(GoBoards *g, int b, int p) {
     Board *board = &g->boards[b];
     float *planes = planes_of(g, b);
-    int a = g->action_of[p];
+    int a = g->cell_of[p];
     int color = board->color[p];
     board->color[p] = EMPTY;
     board->hash ^= zobrist[p][color - 1];
@@ -317,11 +325,11 @@ static int write_legal_row(GoBoards *g, int b) {
     for (int a = 0; a < g->cells; a++) {
         int p = g->point_of[a];
         int legal = color[p] == EMPTY && (empty_around[p] || surrounded_point_is_legal(g, board, p));
-        row[a] = (uint8_t)legal;
+        row[g->cell_of[p]] = (uint8_t)legal;
         legal_count += legal;
     }
-    if (board->ko >= 0 && row[g->action_of[board->ko]]) {
-        row[g->action_of[board->ko]] = 0;
+    if (board->ko >= 0 && row[g->cell_of[board->ko]]) {
+        row[g->cell_of[board->ko]] = 0;
         legal_count--;
     }
     row[g->cells] = 1;     /* pass */
@@ -368,7 +376,7 @@ static int play(GoBoards *g, int b, long action) {
         PyErr_Format(PyExc_ValueError, "board %d: the game is over", b);
         return -1;
     }
-    if (action < 0 || action > g->cells || !row_of(g, b)[action]) {
+    if (action < 0 || action > g->cells || !row_of(g, b)[g->column_of[action]]) {
         PyErr_Format(PyExc_ValueError, "board %d: %ld is not a legal engine action for the player to move", b,
                      action);
         return -1;
@@ -456,7 +464,7 @@ static long random_reply(GoBoards *g, int b, int count, PyObject *draw) {
     const uint8_t *row = row_of(g, b);
     long reply = 0;
     for (; reply <= g->cells; reply++)
-        if (row[reply] && k-- == 0) break;
+        if (row[g->column_of[reply]] && k-- == 0) break;
     return reply;
 }
 
@@ -477,13 +485,6 @@ static PyObject *GoBoards_play_random(GoBoards *g, PyObject *const *args, Py_ssi
     int next = play(g, b, reply);
     if (next < 0) return NULL;
     return PyLong_FromLong(next == 0 ? ENDED_AFTER_REPLY - reply : reply);
-}
-
-/* The engine action of a 2017 gym Go action (row 0 at the top), and back: the rows are flipped;
- * pass (N*N) and resign (N*N + 1, the legal row's last column) are the same. */
-static inline long flip_rows(const GoBoards *g, long action) {
-    if (action >= g->cells) return action;
-    return (g->n - 1 - action / g->n) * g->n + action % g->n;
 }
 
 static int append_event(PyObject *events, int b, int event) {
@@ -522,7 +523,7 @@ static PyObject *GoBoards_step_random(GoBoards *g, PyObject *const *args, Py_ssi
             goto fail;
         }
         long column = flip_rows(g, action);
-        if (column == resign || !row_of(g, b)[column]) {
+        if (column == resign || !row_of(g, b)[g->column_of[column]]) {
             int illegal = column != resign;
             if (append_event(events, b, illegal ? STEP_ILLEGAL : STEP_RESIGNED) < 0) goto fail;
             if (illegal && stop_at_illegal) break;
@@ -613,16 +614,17 @@ static void GoBoards_dealloc(GoBoards *g) {
 }
 
 static int GoBoards_init(GoBoards *g, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"num_boards", "board_size", "max_moves", "legal", "planes", "planes_stride", NULL};
-    int num_boards, n, max_moves;
+    static char *keywords[] = {"num_boards", "board_size", "max_moves", "legal", "planes", "planes_stride",
+                               "env_order", NULL};
+    int num_boards, n, max_moves, env_order = 0;
     Py_ssize_t stride;
     PyObject *legal, *planes;
     if (g->boards != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "GoBoards is initialised once");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iiiOOn", keywords, &num_boards, &n, &max_moves, &legal,
-                                     &planes, &stride))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "iiiOOn|p", keywords, &num_boards, &n, &max_moves, &legal,
+                                     &planes, &stride, &env_order))
         return -1;
     if (num_boards < 1 || n < 2 || n > MAX_SIZE || max_moves < 2) {
         PyErr_Format(PyExc_ValueError, "GoBoards: need num_boards >= 1, board_size 2..%d, max_moves >= 2", MAX_SIZE);
@@ -635,6 +637,8 @@ static int GoBoards_init(GoBoards *g, PyObject *args, PyObject *kwargs) {
     g->width = g->cells + 2;
     g->max_moves = max_moves;
     g->stride = stride;
+    g->column_of[g->cells] = (int16_t)g->cells;         /* pass */
+    g->column_of[g->cells + 1] = (int16_t)(g->cells + 1); /* resign */
     if (PyObject_GetBuffer(legal, &g->legal, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return -1;
     g->has_legal = 1;
     if (PyObject_GetBuffer(planes, &g->planes, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
@@ -650,11 +654,12 @@ static int GoBoards_init(GoBoards *g, PyObject *args, PyObject *kwargs) {
                         "planes: need a float32 buffer of num_boards rows of planes_stride >= 3 * N * N floats");
         return -1;
     }
-    for (int p = 0; p < MAX_POINTS; p++) g->action_of[p] = -1;
+    for (int p = 0; p < MAX_POINTS; p++) g->cell_of[p] = -1;
     for (int a = 0; a < g->cells; a++) {
         int p = (a / n + 1) * g->side + a % n + 1;
         g->point_of[a] = (int16_t)p;
-        g->action_of[p] = (int16_t)a;
+        g->cell_of[p] = (int16_t)(env_order ? flip_rows(g, a) : a);
+        g->column_of[a] = g->cell_of[p];
         g->neighbours[p][0] = (int16_t)(p + g->side);
         g->neighbours[p][1] = (int16_t)(p + 1);
         g->neighbours[p][2] = (int16_t)(p - 1);
@@ -709,10 +714,11 @@ static PyTypeObject GoBoardsType = {
     .tp_name = "palaestra.envs.board._goboard.GoBoards",
     .tp_basicsize = sizeof(GoBoards),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "GoBoards(num_boards, board_size, max_moves, legal, planes, planes_stride): B Go boards under\n"
-              "OpenSpiel's rules, each writing its legal row (engine actions, pass, resign: N*N + 2 bytes of\n"
-              "the bytearray `legal`) and its black/white/empty planes (3 * N * N floats, engine cell order,\n"
-              "at board * planes_stride in the float32 buffer `planes`). All boards start empty.",
+    .tp_doc = "GoBoards(num_boards, board_size, max_moves, legal, planes, planes_stride, env_order=False): B Go\n"
+              "boards under OpenSpiel's rules, each writing its legal row (the points, pass, resign: N*N + 2 bytes\n"
+              "of the bytearray `legal`) and its black/white/empty planes (3 * N * N floats at board *\n"
+              "planes_stride in the float32 buffer `planes`), the points in the engine's order (row 0 at the\n"
+              "bottom) or with env_order in the 2017 gym's (row 0 at the top). All boards start empty.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)GoBoards_init,
     .tp_dealloc = (destructor)GoBoards_dealloc,

@@ -10,7 +10,14 @@ STEP_ENDED: int
 
 class GoBoards:
     def __init__(
-        self, num_boards: int, board_size: int, max_moves: int, legal: Any, planes: Any, planes_stride: int
+        self,
+        num_boards: int,
+        board_size: int,
+        max_moves: int,
+        legal: Any,
+        planes: Any,
+        planes_stride: int,
+        env_order: bool = False,
     ) -> None: ...
     def reset(self, board: int) -> None: ...
     def play(self, board: int, action: int) -> bool: ...

@@ -91,13 +91,15 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         # Moves strictly alternate and the opponent's moves need no check: step() takes the short path.
         self._alternating = self.opponent.always_legal and game.swap_action is None
         # Go against the random opponent: the board core (C) plays both moves of a step and keeps the
-        # legal row (engine order, resign last, as engine_legal()) and the observer's planes up to date,
-        # and the engine state only applies the moves (game.board_core(); None without it).
+        # legal row and the planes up to date, both in env order (info's mask and the observation are
+        # plain copies), and the engine state only applies the moves (game.board_core(); None without
+        # it). step() then takes _step_core().
         self._core_legal = bytearray(game.spiel_game.num_distinct_actions() + 1)
-        core = game.board_core(1, self._core_legal, self._observer.tensor) if self._random_choice else None
-        self._core = core if self._alternating else None
-        self._core_mask_index = (
-            np.arange(len(self._core_legal)) if self._mask_index is None else self._mask_index
+        self._core_row = frombuffer(self._core_legal, BOOL)  # a view, made once
+        self._core_planes = np.zeros((3, n, n), np.float32)
+        with_core = self._alternating and self._random_choice is not None
+        self._core = (
+            game.board_core(1, self._core_legal, self._core_planes, env_order=True) if with_core else None
         )
         self._human = render_mode == "human"
         self._resigned: int | None = None
@@ -136,16 +138,15 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         # bound once in __init__; bench/board_games.py measures it. Rare cases leave through _finish().
         if self._done:
             return self._step_when_done()
+        if self._core is not None:
+            return self._step_core(action)
         try:
             a = int(action)
             if a < 0:
                 raise IndexError(a)
             engine_action = self._to_engine[a]
         except (TypeError, ValueError, IndexError):
-            count = self.game.num_actions
-            raise IllegalMove(
-                f"{action!r} is not an action of this game: actions are ints 0..{count - 1} (Discrete({count}))"
-            ) from None
+            raise self._not_an_action(action) from None
         if not self._legal[engine_action]:
             return self._illegal(a)
         if engine_action < 0:  # RESIGN
@@ -153,30 +154,6 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
             return self._finish(None)
         state = self._state
         state.apply_action(engine_action)
-        core = self._core
-        if core is not None:  # Go against the random opponent: the core plays the reply
-            engine_action = core.play_random(0, engine_action, self._random_choice)
-            if engine_action < 0:  # the game ended with the agent's move, or with the reply
-                if engine_action == ENDED_AFTER_MOVE:
-                    return self._finish(None)
-                engine_action = ENDED_AFTER_REPLY - engine_action
-                state.apply_action(engine_action)
-                return self._finish(self._from_engine[engine_action])
-            state.apply_action(engine_action)
-            self._legal = self._core_legal
-            if self._human:
-                self.render()
-            return (
-                self._planes_view.copy(),
-                0.0,
-                False,
-                False,
-                # fancy indexing copies: the agent's own array, in env-action order
-                {
-                    "action_mask": frombuffer(self._core_legal, BOOL)[self._core_mask_index],
-                    "opponent_action": self._from_engine[engine_action],
-                },
-            )
         if self._alternating:
             random_choice = self._random_choice
             if random_choice is not None:  # the random opponent, inlined
@@ -222,6 +199,43 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         if self._human:
             self.render()
         return self._planes_view.copy(), 0.0, False, False, {"action_mask": mask, "opponent_action": reply}
+
+    def _step_core(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        """step() of a game not over, with the board core: its legal row (env order, resign last) checks
+        the action, it plays the random opponent's reply, and the engine state applies both moves."""
+        try:
+            a = int(action)
+            if a < 0:
+                raise IndexError(a)
+            legal = self._core_legal[a]
+        except (TypeError, ValueError, IndexError):
+            raise self._not_an_action(action) from None
+        if not legal:
+            return self._illegal(a)
+        engine_action = self._to_engine[a]
+        if engine_action < 0:  # RESIGN
+            self._resigned = self._player
+            return self._finish(None)
+        state = self._state
+        state.apply_action(engine_action)
+        reply = self._core.play_random(0, engine_action, self._random_choice)  # type: ignore[union-attr]
+        if reply < 0:  # the game ended with the agent's move, or with the reply
+            if reply == ENDED_AFTER_MOVE:
+                return self._finish(None)
+            reply = ENDED_AFTER_REPLY - reply
+            state.apply_action(reply)
+            return self._finish(self._from_engine[reply])
+        state.apply_action(reply)
+        if self._human:
+            self.render()
+        info = {"action_mask": self._core_row.copy(), "opponent_action": self._from_engine[reply]}
+        return self._core_planes.copy(), 0.0, False, False, info
+
+    def _not_an_action(self, action: Any) -> IllegalMove:
+        count = self.game.num_actions
+        return IllegalMove(
+            f"{action!r} is not an action of this game: actions are ints 0..{count - 1} (Discrete({count}))"
+        )
 
     def render(self) -> Any:
         """``ansi``: the board as text with coordinates; ``rgb_array``: an image; ``human``: a window."""

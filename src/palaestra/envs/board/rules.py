@@ -101,11 +101,13 @@ class BoardGame:
         # new_initial_state(), which builds the board's tables again.
         return self._initial_state.clone()
 
-    def board_core(self, num_boards: int, legal: bytearray, planes: np.ndarray) -> Any | None:
+    def board_core(
+        self, num_boards: int, legal: bytearray, planes: np.ndarray, env_order: bool = False
+    ) -> Any | None:
         """A board core in C that keeps ``num_boards`` boards' legal rows (``legal``: one row of
         ``num_distinct_actions() + 1`` bytes per board, resign last) and planes (``planes``: one row
-        per board, the engine's planes first) up to date move by move, or None where there is none
-        (see :meth:`GoGame.board_core`)."""
+        per board, the three planes first) up to date move by move, in the engine's order or with
+        ``env_order`` in the env's; or None where there is none (see :meth:`GoGame.board_core`)."""
         return None
 
     def make_observer(self) -> Observer:
@@ -227,7 +229,9 @@ class GoGame(BoardGame):
         self.pass_action = cells
         self.resign_action = cells + 1
 
-    def board_core(self, num_boards: int, legal: bytearray, planes: np.ndarray) -> Any | None:
+    def board_core(
+        self, num_boards: int, legal: bytearray, planes: np.ndarray, env_order: bool = False
+    ) -> Any | None:
         """palaestra's Go board core (``_goboard.c``, OpenSpiel's rules reimplemented): None where the
         extension was not built, or when the environment variable ``PALAESTRA_GO_CORE`` is ``0``
         (then the envs ask OpenSpiel for every legal mask and plane: the same games, slower)."""
@@ -238,7 +242,7 @@ class GoGame(BoardGame):
         except ImportError:
             return None
         rows = planes.reshape(num_boards, -1)
-        return GoBoards(num_boards, self.board_size, self.max_moves, legal, rows, rows.shape[1])
+        return GoBoards(num_boards, self.board_size, self.max_moves, legal, rows, rows.shape[1], env_order)
 
     def action_to_string(self, action: int) -> str:
         n = self.board_size
@@ -276,7 +280,9 @@ class GoGame(BoardGame):
         info["score"] = area_score(planes, self.komi)
         return info
 
-    def describe_board_end(self, reason: str, superko: bool, planes: np.ndarray) -> tuple[dict[str, Any], float]:
+    def describe_board_end(
+        self, reason: str, superko: bool, planes: np.ndarray
+    ) -> tuple[dict[str, Any], float]:
         """:meth:`describe_end` and black's return of a game that ended on the board (``reason``:
         :meth:`end_reason`'s; ``superko``: whether its last move repeated a position, which can also
         be the move limit's) without its engine state, as OpenSpiel scores it: a superko is a draw,

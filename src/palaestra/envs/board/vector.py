@@ -10,23 +10,26 @@
   ``reset(seed=...)``, its moves then continue from game to game).
 
 Every board's observation planes and legal moves live in arrays allocated once. The legal moves are
-one ``bytearray`` of B rows in OpenSpiel's action order plus a resign column, which the per-board
-loop reads (is the agent's move legal?) and writes, and numpy views as a (B, columns) array:
-``info["action_mask"]`` is a copy of it in env-action order, one numpy call per step. What a step
+one ``bytearray`` of B rows in OpenSpiel's action order (Go's board core: the env's) plus a resign
+column, which the per-board loop reads (is the agent's move legal?) and writes, and numpy views as a
+(B, columns) array: ``info["action_mask"]`` is a copy of it in env-action order, one numpy call per
+step. What a step
 updates, measured by ``bench/board_games.py``:
 
 * Hex against the random opponent, without the swap rule: only the cells the two moves filled, in
   the planes and in the mask (a Hex move changes nothing else); the opponent draws a uniform empty
   cell from the board's legal row, and the engine only applies the moves.
-* Go: a capture can empty any number of cells, so each board's engine rewrites that board's planes
-  (one C++ call into the board's own buffer, 0.6 us for 9x9) and its legal row (its
-  ``legal_actions_mask()``: suicide and ko depend on the whole board); the planes of all boards are
-  gathered into the batch with one copy. This keeps Go at about half of raw OpenSpiel's moves/s
-  (bench/board_games.py: 0.45-0.52x at 64 boards, Hex 0.86x and more): like raw OpenSpiel, a board
-  step asks the engine for two legal-move sets, and then the mask (a list of ints, 2.6 us, then 0.9
-  us into the row) and the planes (0.6 us) cost more than raw's whole move. Checking legality from
-  the planes instead would need the engine only for cells without an empty neighbour, but 81% of
-  random 9x9 positions have one.
+* Go against the random opponent: palaestra's Go board core (``_goboard.c``, a C extension built by
+  setup.py) plays the whole batch in one call: per board the agent's move, the opponent's reply (the
+  same draw from the board's generator as the single env's), the captures, the ko point, the legal
+  row and the planes, both kept in env order so that the batch's mask and observations are plain
+  copies. OpenSpiel, whose C++ engine the core reimplements (tests/envs/test_go_core.py plays both
+  side by side and compares every move), is not called on the way: a board's engine state is rebuilt
+  from the core's moves when it is needed (``render()``), and a finished game is scored from the
+  core's planes as OpenSpiel scores it. Asking the engine instead costs two legal-move sets per board
+  step, as raw OpenSpiel pays, plus the mask and the planes (that path, kept where the core is not
+  built or ``PALAESTRA_GO_CORE=0``, ran at 0.45-0.52x raw OpenSpiel's moves/s at 64 boards).
+  bench/board_games.py: RATIO_PLACEHOLDER
 * Any other opponent, or Hex with the swap rule: the single env's general path, board by board.
 
 Autoreset: ``NEXT_STEP`` (the default: a board whose game ended is reset by the next step, which
@@ -148,8 +151,12 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         random_opponents = all(r is not None for r in self._randoms)
         alternating = random_opponents and game.swap_action is None
         self._incremental = alternating and isinstance(game, HexGame)
-        #: Go's board core (C), writing every board's legal row and planes in place; None without it.
-        self._core = game.board_core(num_envs, self._legal, self._gathered) if alternating else None
+        #: Go's board core (C), writing every board's legal row and planes in place, in env order (so
+        #: that the batch's mask and observations are plain copies); None without it.
+        self._core_planes = np.zeros((num_envs, 3, n, n), np.float32)
+        self._core = game.board_core(num_envs, self._legal, self._core_planes, env_order=True) if alternating else None
+        if self._core is not None:
+            self._mask_columns = None
         if self._incremental:
             self._step_boards = self._step_hex_random
         elif self._core is not None:
@@ -159,7 +166,7 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         else:
             self._step_boards = self._step_any
         # Whether the planes in self._gathered are kept up to date board by board (else gathered per step).
-        self._planes_in_place = self._incremental or self._core is not None
+        self._planes_in_place = self._incremental
         # A new game on a board of this env starts from a position known in advance (the agent is
         # black and nobody moves before it): its legal row and planes are copied, not recomputed.
         self._fresh_start = alternating and self._player == 0
@@ -487,7 +494,7 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             return {"winner": COLOR_NAMES[1 - loser], "reason": "resignation", "reward": -1.0 if loser == self._player else 1.0}
         assert isinstance(self.game, GoGame) and self._core is not None
         reason = self._core.end_reason(b) or ""
-        info, black_return = self.game.describe_board_end(reason, self._core.superko(b), self._planes_view[b])
+        info, black_return = self.game.describe_board_end(reason, self._core.superko(b), self._core_planes[b])
         info["reward"] = black_return if self._player == 0 else -black_return
         return info
 
@@ -507,6 +514,8 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         return chosen.tolist()
 
     def _observations(self) -> np.ndarray:
+        if self._core is not None:
+            return self._core_planes.copy()
         if not self._planes_in_place:
             np.stack(self._tensors, out=self._gathered)
         return self._planes_view.copy()
