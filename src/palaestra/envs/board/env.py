@@ -17,6 +17,7 @@ from palaestra.envs.board.rules import (
     ENDED_AFTER_REPLY,
     RESIGN,
     BoardGame,
+    GoGame,
     parse_color,
 )
 from palaestra.errors import Error, IllegalMove, ResetNeeded
@@ -92,8 +93,10 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._alternating = self.opponent.always_legal and game.swap_action is None
         # Go against the random opponent: the board core (C) plays both moves of a step and keeps the
         # legal row and the planes up to date, both in env order (info's mask and the observation are
-        # plain copies), and the engine state only applies the moves (game.board_core(); None without
-        # it). step() then takes _step_core().
+        # plain copies); game.board_core(), None without it. step() then takes _step_core(), which
+        # leaves the engine state behind (_stale): the state property rebuilds it from the core's moves
+        # when it is read, and a finished game is scored from the core's planes (_finish_core()).
+        self._stale = False
         self._core_legal = bytearray(game.spiel_game.num_distinct_actions() + 1)
         self._core_row = frombuffer(self._core_legal, BOOL)  # a view, made once
         self._core_planes = np.zeros((3, n, n), np.float32)
@@ -112,6 +115,7 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         """Start a game; if the agent is white, the opponent has already played black's first move."""
         super().reset(seed=seed)
         self._state = self.game.new_state()
+        self._stale = False
         self._done = False
         self._resigned = None
         self._end_info = {}
@@ -130,7 +134,7 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         if self._state is None:
             raise ResetNeeded("Call reset() before step()")
         # The 2017 behaviour: a finished game stays finished and pays nothing more.
-        return self._planes(self._state), 0.0, True, False, self._info(None)
+        return self._planes(self.state), 0.0, True, False, self._info(None)
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         """Play ``action`` for the agent, then the opponent's reply."""
@@ -216,16 +220,12 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         if engine_action < 0:  # RESIGN
             self._resigned = self._player
             return self._finish(None)
-        state = self._state
-        state.apply_action(engine_action)
+        self._stale = True
         reply = self._core.play_random(0, engine_action, self._random_choice)  # type: ignore[union-attr]
         if reply < 0:  # the game ended with the agent's move, or with the reply
-            if reply == ENDED_AFTER_MOVE:
-                return self._finish(None)
-            reply = ENDED_AFTER_REPLY - reply
-            state.apply_action(reply)
-            return self._finish(self._from_engine[reply])
-        state.apply_action(reply)
+            return self._finish(
+                None if reply == ENDED_AFTER_MOVE else self._from_engine[ENDED_AFTER_REPLY - reply]
+            )
         if self._human:
             self.render()
         info = {"action_mask": self._core_row.copy(), "opponent_action": self._from_engine[reply]}
@@ -251,7 +251,8 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         outcome = None
         if self._done and self._end_info.get("reason") in ("resignation", "illegal move"):
             outcome = f"{self._end_info['winner']} wins ({self._end_info['reason']})"
-        view = rendering.BoardView.of(self.game, self._state, self._observer.planes(self._state), outcome)
+        state = self.state
+        view = rendering.BoardView.of(self.game, state, self._observer.planes(state), outcome)
         if self.render_mode == "ansi":
             return rendering.ansi(view)
         frame = rendering.rgb_array(view)
@@ -282,7 +283,15 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     @property
     def state(self) -> Any:
-        """The OpenSpiel state of the game in progress (read it; changing it breaks the env)."""
+        """The OpenSpiel state of the game in progress (read it; changing it breaks the env). With Go's
+        board core it is rebuilt from the core's moves when read after steps (the same state)."""
+        if self._stale:
+            assert self._core is not None
+            state = self.game.new_state()
+            for engine_action in self._core.history(0):
+                state.apply_action(engine_action)
+            self._state = state
+            self._stale = False
         return self._state
 
     def _opponent_moves(self) -> int | None:
@@ -317,10 +326,32 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         return observation, reward, terminated, truncated, info
 
     def _finish(self, reply: int | None) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._core is not None:
+            return self._finish_core(reply)
         observation, reward, terminated, info = self._result(reply)
         if self._human:
             self.render()
         return observation, reward, terminated, False, info
+
+    def _finish_core(self, reply: int | None) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        """_finish() with the board core: the game is over (or resigned); the core's planes are the
+        final ones and say the score, without the engine state (as GoGame.describe_board_end())."""
+        observation = self._core_planes.copy()
+        self._done = True
+        loser = self._resigned
+        if loser is not None:
+            self._end_info = {"winner": COLOR_NAMES[1 - loser], "reason": "resignation"}
+            reward = -1.0 if loser == self._player else 1.0
+        else:
+            core = self._core
+            assert core is not None and isinstance(self.game, GoGame)
+            reason = core.end_reason(0) or ""
+            self._end_info, black_return = self.game.describe_board_end(reason, core.superko(0), observation)
+            reward = black_return if self._player == 0 else -black_return
+        self._legal = self._no_moves
+        if self._human:
+            self.render()
+        return observation, reward, True, False, self._info(reply)
 
     def _result(self, reply: int | None) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
         """Observation, reward, terminated and info of the position now (used after reset and at the end)."""
