@@ -59,17 +59,19 @@ typedef struct {
 } PositionSet;
 
 typedef struct {
-    uint8_t color[MAX_POINTS];
-    int16_t head[MAX_POINTS];
-    int16_t next[MAX_POINTS];
-    int16_t size[MAX_POINTS]; /* stones of the chain, valid at its head */
-    uint8_t empty_around[MAX_POINTS]; /* empty neighbours of each point (on the board) */
+    /* per padded point, (N+2)^2 of each, in one allocation per board (points: the memory block) */
+    void *points;
+    uint8_t *color;
+    int16_t *head;
+    int16_t *next;
+    int16_t *size;         /* stones of the chain, valid at its head */
+    uint8_t *empty_around; /* empty neighbours of each point (on the board) */
     /* A chain's pseudo-liberties (valid at its head): its (stone, empty neighbour) pairs, with the sum
      * and the sum of squares of those empty points. It has no liberty when there are none, and exactly
      * one when all of them are the same point: count * sum of squares == sum * sum. */
-    int16_t pseudo[MAX_POINTS];
-    int32_t pseudo_sum[MAX_POINTS];
-    int64_t pseudo_squares[MAX_POINTS];
+    int16_t *pseudo;
+    int32_t *pseudo_sum;
+    int64_t *pseudo_squares;
     int ko;                   /* padded point that is illegal for the next move, or -1 */
     int to_play;
     int moves;
@@ -339,7 +341,7 @@ static int write_legal_row(GoBoards *g, int b) {
 
 static void clear_board(GoBoards *g, int b) {
     Board *board = &g->boards[b];
-    memset(board->color, GUARD, sizeof(board->color));
+    memset(board->color, GUARD, (size_t)(g->side * g->side));
     for (int a = 0; a < g->cells; a++) {
         int p = g->point_of[a];
         board->color[p] = EMPTY;
@@ -600,11 +602,36 @@ static PyObject *GoBoards_to_play(GoBoards *g, PyObject *arg) {
     return PyLong_FromLong(g->boards[b].to_play - 1);
 }
 
+/* Lays out a board's per-point arrays in one block, the widest first (each stays aligned). */
+static int board_memory(Board *board, int points) {
+    size_t n = (size_t)points;
+    char *block = calloc(n, sizeof(int64_t) + sizeof(int32_t) + 4 * sizeof(int16_t) + 2 * sizeof(uint8_t));
+    if (block == NULL) return 0;
+    board->points = block;
+    board->pseudo_squares = (int64_t *)block;
+    block += n * sizeof(int64_t);
+    board->pseudo_sum = (int32_t *)block;
+    block += n * sizeof(int32_t);
+    board->head = (int16_t *)block;
+    block += n * sizeof(int16_t);
+    board->next = (int16_t *)block;
+    block += n * sizeof(int16_t);
+    board->size = (int16_t *)block;
+    block += n * sizeof(int16_t);
+    board->pseudo = (int16_t *)block;
+    block += n * sizeof(int16_t);
+    board->color = (uint8_t *)block;
+    block += n;
+    board->empty_around = (uint8_t *)block;
+    return 1;
+}
+
 static void GoBoards_dealloc(GoBoards *g) {
     if (g->boards != NULL) {
         for (int b = 0; b < g->num_boards; b++) {
             free(g->boards[b].seen.keys);
             free(g->boards[b].history);
+            free(g->boards[b].points);
         }
         free(g->boards);
     }
@@ -671,7 +698,7 @@ static int GoBoards_init(GoBoards *g, PyObject *args, PyObject *kwargs) {
         return -1;
     }
     for (int b = 0; b < num_boards; b++) {
-        if (!positions_init(&g->boards[b].seen)) {
+        if (!positions_init(&g->boards[b].seen) || !board_memory(&g->boards[b], g->side * g->side)) {
             PyErr_NoMemory();
             return -1;
         }
