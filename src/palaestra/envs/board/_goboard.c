@@ -1,11 +1,13 @@
 /* palaestra's Go board core: B boards under OpenSpiel's Go rules, kept in step move by move.
  *
- * What palaestra's Go envs need from the engine on every move, without asking OpenSpiel: the legal
- * moves of the player to move (written into a row of a caller's bytearray), the black/white/empty
- * planes (written into a caller's float32 buffer, OpenSpiel's cell order: row 0 at the bottom) and
- * whether the game is over. The envs still apply every move to their OpenSpiel state too, which
- * stays the reference for everything else (history, returns, rendering, other opponents); see
- * vector.py and tests/envs/test_go_core.py, which plays both side by side.
+ * What palaestra's Go envs need on every move against the random opponent, without asking OpenSpiel:
+ * the legal moves of the player to move (written into a row of a caller's bytearray), the
+ * black/white/empty planes (written into a caller's float32 buffer, in OpenSpiel's cell order, row 0
+ * at the bottom, or the 2017 gym's, row 0 at the top), whether and why the game is over, the moves
+ * played, and the random opponent's replies. OpenSpiel stays the reference: the envs rebuild a
+ * board's OpenSpiel state from the moves when it is read, play every other opponent on it, and fall
+ * back to it where this extension is not built; tests/envs/test_go_core.py plays both side by side
+ * and compares every move (see vector.py and env.py).
  *
  * The rules are OpenSpiel's (open_spiel/games/go), reimplemented here:
  *   - a move is legal on an empty point that is not the ko point and is not suicide: the stone has
