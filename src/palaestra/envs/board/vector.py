@@ -13,8 +13,7 @@ Every board's observation planes and legal moves live in arrays allocated once. 
 one ``bytearray`` of B rows in OpenSpiel's action order (Go's board core: the env's) plus a resign
 column, which the per-board loop reads (is the agent's move legal?) and writes, and numpy views as a
 (B, columns) array: ``info["action_mask"]`` is a copy of it in env-action order, one numpy call per
-step. What a step
-updates, measured by ``bench/board_games.py``:
+step. What a step updates, measured by ``bench/board_games.py``:
 
 * Hex against the random opponent, without the swap rule: only the cells the two moves filled, in
   the planes and in the mask (a Hex move changes nothing else); the opponent draws a uniform empty
@@ -167,8 +166,6 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             self._step_boards = self._step_go_random
         else:
             self._step_boards = self._step_any
-        # Whether the planes in self._gathered are kept up to date board by board (else gathered per step).
-        self._planes_in_place = self._incremental
         # A new game on a board of this env starts from a position known in advance (the agent is
         # black and nobody moves before it): its legal row and planes are copied, not recomputed.
         self._fresh_start = alternating and self._player == 0
@@ -431,7 +428,7 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._legal[base : base + self._resign_column] = state.legal_actions_mask()
         self._legal[base + self._resign_column] = 1
         self._set_from[b](state, 0)
-        if self._planes_in_place:
+        if self._incremental:
             self._gathered[b] = self._tensors[b]
 
     def _opponent_moves(self, b: int) -> int | None:
@@ -518,7 +515,7 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     def _observations(self) -> np.ndarray:
         if self._core is not None:
             return self._core_planes.copy()
-        if not self._planes_in_place:
+        if not self._incremental:
             np.stack(self._tensors, out=self._gathered)
         return self._planes_view.copy()
 
