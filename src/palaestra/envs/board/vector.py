@@ -28,8 +28,9 @@ step. What a step updates, measured by ``bench/board_games.py``:
   core's planes as OpenSpiel scores it. Asking the engine instead costs two legal-move sets per board
   step, as raw OpenSpiel pays, plus the mask and the planes (that path, kept where the core is not
   built or ``PALAESTRA_GO_CORE=0``, ran at 0.45-0.52x raw OpenSpiel's moves/s at 64 boards).
-  bench/board_games.py, 8 runs on a 2-core machine shared with other work (load 4-14): 0.80-1.71x
-  raw OpenSpiel's moves/s at 64 boards, median 1.3x (the single env: 0.71-1.04x, median 0.85x).
+  bench/board_games.py on a 2-core machine shared with other work: 0.80-1.71x raw OpenSpiel's
+  moves/s at 64 boards over 8 runs under a load of 4-14 (median 1.3x), 1.61-1.76x over 3 runs under 3
+  (the single env: 0.71-1.04x, median 0.85x; 1.15-1.44x).
   Below about 16 boards the per-step numpy work of ``step()`` and the agent dominates.
 * Any other opponent, or Hex with the swap rule: the single env's general path, board by board.
 
