@@ -10,6 +10,11 @@ from the sdist finds them there and runs nothing.
 
 An editable install (``make setup``) builds them the same way, but only warns without npm: the
 pages then say that charts are unavailable.
+
+It also compiles the one C extension, ``palaestra.envs.board._goboard`` (Go's board core, see
+src/palaestra/envs/board/_goboard.c; needs a C compiler and Python's headers, both in
+scripts/system-packages.txt). It is optional: where it cannot be built, setuptools warns and the Go envs
+play on OpenSpiel alone (the same games, slower).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
@@ -80,4 +85,14 @@ class SdistWithWebAssets(sdist):
         super().run()
 
 
-setup(cmdclass={"build_py": BuildPyWithWebAssets, "sdist": SdistWithWebAssets})
+GO_BOARD = Extension(
+    "palaestra.envs.board._goboard",
+    sources=["src/palaestra/envs/board/_goboard.c"],
+    extra_compile_args=["-O2"],
+    optional=True,  # the Go envs fall back to OpenSpiel without it
+)
+
+setup(
+    cmdclass={"build_py": BuildPyWithWebAssets, "sdist": SdistWithWebAssets},
+    ext_modules=[GO_BOARD],
+)

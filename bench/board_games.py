@@ -6,7 +6,9 @@ Every contender plays whole games with uniformly random legal moves (resign neve
 
 * palaestra: ``gymnasium.make("Go9x9-v0", opponent="random")`` / ``"Hex9x9-v0"``, the agent picking
   from ``info["action_mask"]``; one ``env.step`` is two moves (the agent's and the opponent's reply),
-  with the 3x9x9 observation and the legal mask built every step.
+  with the 3x9x9 observation and the legal mask built every step. Go against the random opponent
+  runs on palaestra's Go board core (C, see palaestra/envs/board/_goboard.c) where it is built;
+  ``PALAESTRA_GO_CORE=0`` measures the OpenSpiel path instead.
 * PettingZoo ``go_v5.env(board_size=9)`` (AEC): one ``env.step`` is one move; the agent picks from
   ``observation["action_mask"]``.
 * palaestra's vector envs: ``gymnasium.make_vec("Go9x9-v0", num_envs=B, opponent="random")``
@@ -53,7 +55,8 @@ def palaestra_games(env_id: str, seconds: float) -> Result:
             legal = info["action_mask"][:resign].nonzero()[0]
             _, _, terminated, truncated, info = env.step(legal[int(rng.random() * len(legal))])
             steps += 1
-        moves += len(env.unwrapped.state.history())  # type: ignore[attr-defined]
+            # the agent's move, and the opponent's reply where it made one (the agent never resigns)
+            moves += 1 if info["opponent_action"] is None else 2
     elapsed = clock() - start
     env.close()
     return steps / elapsed, moves / elapsed

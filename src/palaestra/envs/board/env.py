@@ -11,7 +11,15 @@ import numpy as np
 from gymnasium import spaces
 
 from palaestra.envs.board.opponents import Opponent, Policy, RandomOpponent, make_opponent
-from palaestra.envs.board.rules import COLOR_NAMES, RESIGN, BoardGame, parse_color
+from palaestra.envs.board.rules import (
+    COLOR_NAMES,
+    ENDED_AFTER_MOVE,
+    ENDED_AFTER_REPLY,
+    RESIGN,
+    BoardGame,
+    GoGame,
+    parse_color,
+)
 from palaestra.errors import Error, IllegalMove, ResetNeeded
 
 ILLEGAL_MOVE_MODES = ("lose", "raise")
@@ -83,6 +91,19 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._empty_legal_cells = self._empty_legal[:-1]
         # Moves strictly alternate and the opponent's moves need no check: step() takes the short path.
         self._alternating = self.opponent.always_legal and game.swap_action is None
+        # Go against the random opponent: the board core (C) plays both moves of a step and keeps the
+        # legal row and the planes up to date, both in env order (info's mask and the observation are
+        # plain copies); game.board_core(), None without it. step() then takes _step_core(), which
+        # leaves the engine state behind (_stale): the state property rebuilds it from the core's moves
+        # when it is read, and a finished game is scored from the core's planes (_finish_core()).
+        self._stale = False
+        self._core_legal = bytearray(game.spiel_game.num_distinct_actions() + 1)
+        self._core_row = frombuffer(self._core_legal, BOOL)  # a view, made once
+        self._core_planes = np.zeros((3, n, n), np.float32)
+        with_core = self._alternating and self._random_choice is not None
+        self._core = (
+            game.board_core(1, self._core_legal, self._core_planes, env_order=True) if with_core else None
+        )
         self._human = render_mode == "human"
         self._resigned: int | None = None
         self._viewer: Any = None
@@ -94,11 +115,16 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         """Start a game; if the agent is white, the opponent has already played black's first move."""
         super().reset(seed=seed)
         self._state = self.game.new_state()
+        self._stale = False
         self._done = False
         self._resigned = None
         self._end_info = {}
         self.opponent.reset(int(self.np_random.integers(2**31 - 1)))
         reply = self._opponent_moves()
+        if self._core is not None:  # the core follows the opening moves
+            self._core.reset(0)
+            for engine_action in self._state.history():
+                self._core.play(0, engine_action)
         observation, _, _, info = self._result(reply)
         if self._human:
             self.render()
@@ -108,7 +134,7 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         if self._state is None:
             raise ResetNeeded("Call reset() before step()")
         # The 2017 behaviour: a finished game stays finished and pays nothing more.
-        return self._planes(self._state), 0.0, True, False, self._info(None)
+        return self._planes(self.state), 0.0, True, False, self._info(None)
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         """Play ``action`` for the agent, then the opponent's reply."""
@@ -116,16 +142,15 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         # bound once in __init__; bench/board_games.py measures it. Rare cases leave through _finish().
         if self._done:
             return self._step_when_done()
+        if self._core is not None:
+            return self._step_core(action)
         try:
             a = int(action)
             if a < 0:
                 raise IndexError(a)
             engine_action = self._to_engine[a]
         except (TypeError, ValueError, IndexError):
-            count = self.game.num_actions
-            raise IllegalMove(
-                f"{action!r} is not an action of this game: actions are ints 0..{count - 1} (Discrete({count}))"
-            ) from None
+            raise self._not_an_action(action) from None
         if not self._legal[engine_action]:
             return self._illegal(a)
         if engine_action < 0:  # RESIGN
@@ -179,6 +204,39 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
             self.render()
         return self._planes_view.copy(), 0.0, False, False, {"action_mask": mask, "opponent_action": reply}
 
+    def _step_core(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        """step() of a game not over, with the board core: its legal row (env order, resign last) checks
+        the action, it plays the random opponent's reply, and the engine state applies both moves."""
+        try:
+            a = int(action)
+            if a < 0:
+                raise IndexError(a)
+            legal = self._core_legal[a]
+        except (TypeError, ValueError, IndexError):
+            raise self._not_an_action(action) from None
+        if not legal:
+            return self._illegal(a)
+        engine_action = self._to_engine[a]
+        if engine_action < 0:  # RESIGN
+            self._resigned = self._player
+            return self._finish(None)
+        self._stale = True
+        reply = self._core.play_random(0, engine_action, self._random_choice)  # type: ignore[union-attr]
+        if reply < 0:  # the game ended with the agent's move, or with the reply
+            return self._finish(
+                None if reply == ENDED_AFTER_MOVE else self._from_engine[ENDED_AFTER_REPLY - reply]
+            )
+        if self._human:
+            self.render()
+        info = {"action_mask": self._core_row.copy(), "opponent_action": self._from_engine[reply]}
+        return self._core_planes.copy(), 0.0, False, False, info
+
+    def _not_an_action(self, action: Any) -> IllegalMove:
+        count = self.game.num_actions
+        return IllegalMove(
+            f"{action!r} is not an action of this game: actions are ints 0..{count - 1} (Discrete({count}))"
+        )
+
     def render(self) -> Any:
         """``ansi``: the board as text with coordinates; ``rgb_array``: an image; ``human``: a window."""
         from palaestra.envs.board import rendering
@@ -193,7 +251,8 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         outcome = None
         if self._done and self._end_info.get("reason") in ("resignation", "illegal move"):
             outcome = f"{self._end_info['winner']} wins ({self._end_info['reason']})"
-        view = rendering.BoardView.of(self.game, self._state, self._observer.planes(self._state), outcome)
+        state = self.state
+        view = rendering.BoardView.of(self.game, state, self._observer.planes(state), outcome)
         if self.render_mode == "ansi":
             return rendering.ansi(view)
         frame = rendering.rgb_array(view)
@@ -224,7 +283,15 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     @property
     def state(self) -> Any:
-        """The OpenSpiel state of the game in progress (read it; changing it breaks the env)."""
+        """The OpenSpiel state of the game in progress (read it; changing it breaks the env). With Go's
+        board core it is rebuilt from the core's moves when read after steps (the same state)."""
+        if self._stale:
+            assert self._core is not None
+            state = self.game.new_state()
+            for engine_action in self._core.history(0):
+                state.apply_action(engine_action)
+            self._state = state
+            self._stale = False
         return self._state
 
     def _opponent_moves(self) -> int | None:
@@ -259,10 +326,32 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         return observation, reward, terminated, truncated, info
 
     def _finish(self, reply: int | None) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._core is not None:
+            return self._finish_core(reply)
         observation, reward, terminated, info = self._result(reply)
         if self._human:
             self.render()
         return observation, reward, terminated, False, info
+
+    def _finish_core(self, reply: int | None) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        """_finish() with the board core: the game is over (or resigned); the core's planes are the
+        final ones and say the score, without the engine state (as GoGame.describe_board_end())."""
+        observation = self._core_planes.copy()
+        self._done = True
+        loser = self._resigned
+        if loser is not None:
+            self._end_info = {"winner": COLOR_NAMES[1 - loser], "reason": "resignation"}
+            reward = -1.0 if loser == self._player else 1.0
+        else:
+            core = self._core
+            assert core is not None and isinstance(self.game, GoGame)
+            reason = core.end_reason(0) or ""
+            self._end_info, black_return = self.game.describe_board_end(reason, core.superko(0), observation)
+            reward = black_return if self._player == 0 else -black_return
+        self._legal = self._no_moves
+        if self._human:
+            self.render()
+        return observation, reward, True, False, self._info(reply)
 
     def _result(self, reply: int | None) -> tuple[np.ndarray, float, bool, dict[str, Any]]:
         """Observation, reward, terminated and info of the position now (used after reset and at the end)."""

@@ -17,6 +17,7 @@ vertically here; Hex cells need no translation.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +32,15 @@ COLOR_NAMES = ("black", "white")
 BOOL = np.dtype(np.bool_)
 #: What an opponent returns to resign; never an engine action.
 RESIGN = -1
+#: What a board core's ``play_random()`` returns when the game ended with the agent's move; when it
+#: ended with the opponent's reply ``r``: ``ENDED_AFTER_REPLY - r`` (the values of ``_goboard.c``).
+ENDED_AFTER_MOVE = -1
+ENDED_AFTER_REPLY = -2
+#: The events of a board core's ``step_random()``: the agent resigned, or chose an illegal move
+#: (nothing was played), or the game ended.
+STEP_RESIGNED = 1
+STEP_ILLEGAL = 2
+STEP_ENDED = 3
 GTP_COLUMNS = "ABCDEFGHJKLMNOPQRSTUVWXYZ"  # GTP skips I
 HEX_COLUMNS = "abcdefghijklmnopqrstuvwxy"  # Hex notation keeps i
 
@@ -90,6 +100,15 @@ class BoardGame:
         # A copy of one kept initial state: for Go 9x9 about 1.5 us against 7 us for
         # new_initial_state(), which builds the board's tables again.
         return self._initial_state.clone()
+
+    def board_core(
+        self, num_boards: int, legal: bytearray, planes: np.ndarray, env_order: bool = False
+    ) -> Any | None:
+        """A board core in C that keeps ``num_boards`` boards' legal rows (``legal``: one row of
+        ``num_distinct_actions() + 1`` bytes per board, resign last) and planes (``planes``: one row
+        per board, the three planes first) up to date move by move, in the engine's order or with
+        ``env_order`` in the env's; or None where there is none (see :meth:`GoGame.board_core`)."""
+        return None
 
     def make_observer(self) -> Observer:
         """A reusable observation buffer bound to this game."""
@@ -210,6 +229,21 @@ class GoGame(BoardGame):
         self.pass_action = cells
         self.resign_action = cells + 1
 
+    def board_core(
+        self, num_boards: int, legal: bytearray, planes: np.ndarray, env_order: bool = False
+    ) -> Any | None:
+        """palaestra's Go board core (``_goboard.c``, OpenSpiel's rules reimplemented): None where the
+        extension was not built, or when the environment variable ``PALAESTRA_GO_CORE`` is ``0``
+        (then the envs ask OpenSpiel for every legal mask and plane: the same games, slower)."""
+        if os.environ.get("PALAESTRA_GO_CORE", "1") == "0":
+            return None
+        try:
+            from palaestra.envs.board._goboard import GoBoards
+        except ImportError:
+            return None
+        rows = planes.reshape(num_boards, -1)
+        return GoBoards(num_boards, self.board_size, self.max_moves, legal, rows, rows.shape[1], env_order)
+
     def action_to_string(self, action: int) -> str:
         n = self.board_size
         if action == self.pass_action:
@@ -245,6 +279,18 @@ class GoGame(BoardGame):
         info = super().describe_end(state, planes)
         info["score"] = area_score(planes, self.komi)
         return info
+
+    def describe_board_end(
+        self, reason: str, superko: bool, planes: np.ndarray
+    ) -> tuple[dict[str, Any], float]:
+        """:meth:`describe_end` and black's return of a game that ended on the board (``reason``:
+        :meth:`end_reason`'s; ``superko``: whether its last move repeated a position, which can also
+        be the move limit's) without its engine state, as OpenSpiel scores it: a superko is a draw,
+        otherwise the area score decides (the board core's games: tests/envs/test_go_core.py)."""
+        score = area_score(planes, self.komi)
+        winner = None if superko or score == 0 else BLACK if score > 0 else WHITE
+        info = {"winner": None if winner is None else COLOR_NAMES[winner], "reason": reason, "score": score}
+        return info, 0.0 if winner is None else 1.0 if winner == BLACK else -1.0
 
 
 def area_score(planes: np.ndarray, komi: float) -> float:

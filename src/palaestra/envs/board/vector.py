@@ -10,23 +10,28 @@
   ``reset(seed=...)``, its moves then continue from game to game).
 
 Every board's observation planes and legal moves live in arrays allocated once. The legal moves are
-one ``bytearray`` of B rows in OpenSpiel's action order plus a resign column, which the per-board
-loop reads (is the agent's move legal?) and writes, and numpy views as a (B, columns) array:
-``info["action_mask"]`` is a copy of it in env-action order, one numpy call per step. What a step
-updates, measured by ``bench/board_games.py``:
+one ``bytearray`` of B rows in OpenSpiel's action order (Go's board core: the env's) plus a resign
+column, which the per-board loop reads (is the agent's move legal?) and writes, and numpy views as a
+(B, columns) array: ``info["action_mask"]`` is a copy of it in env-action order, one numpy call per
+step. What a step updates, measured by ``bench/board_games.py``:
 
 * Hex against the random opponent, without the swap rule: only the cells the two moves filled, in
   the planes and in the mask (a Hex move changes nothing else); the opponent draws a uniform empty
   cell from the board's legal row, and the engine only applies the moves.
-* Go: a capture can empty any number of cells, so each board's engine rewrites that board's planes
-  (one C++ call into the board's own buffer, 0.6 us for 9x9) and its legal row (its
-  ``legal_actions_mask()``: suicide and ko depend on the whole board); the planes of all boards are
-  gathered into the batch with one copy. This keeps Go at about half of raw OpenSpiel's moves/s
-  (bench/board_games.py: 0.45-0.52x at 64 boards, Hex 0.86x and more): like raw OpenSpiel, a board
-  step asks the engine for two legal-move sets, and then the mask (a list of ints, 2.6 us, then 0.9
-  us into the row) and the planes (0.6 us) cost more than raw's whole move. Checking legality from
-  the planes instead would need the engine only for cells without an empty neighbour, but 81% of
-  random 9x9 positions have one.
+* Go against the random opponent: palaestra's Go board core (``_goboard.c``, a C extension built by
+  setup.py) plays the whole batch in one call: per board the agent's move, the opponent's reply (the
+  same draw from the board's generator as the single env's), the captures, the ko point, the legal
+  row and the planes, both kept in env order so that the batch's mask and observations are plain
+  copies. OpenSpiel, whose C++ engine the core reimplements (tests/envs/test_go_core.py plays both
+  side by side and compares every move), is not called on the way: a board's engine state is rebuilt
+  from the core's moves when it is needed (``render()``), and a finished game is scored from the
+  core's planes as OpenSpiel scores it. Asking the engine instead costs two legal-move sets per board
+  step, as raw OpenSpiel pays, plus the mask and the planes (that path, kept where the core is not
+  built or ``PALAESTRA_GO_CORE=0``, ran at 0.45-0.52x raw OpenSpiel's moves/s at 64 boards).
+  bench/board_games.py on a 2-core machine shared with other work: 0.80-1.71x raw OpenSpiel's
+  moves/s at 64 boards over 8 runs under a load of 4-14 (median 1.3x), 1.61-1.76x over 3 runs under 3
+  (the single env: 0.71-1.04x, median 0.85x; 1.15-1.44x).
+  Below about 16 boards the per-step numpy work of ``step()`` and the agent dominates.
 * Any other opponent, or Hex with the swap rule: the single env's general path, board by board.
 
 Autoreset: ``NEXT_STEP`` (the default: a board whose game ended is reset by the next step, which
@@ -51,7 +56,16 @@ from gymnasium.vector.utils import batch_space
 
 from palaestra.envs.board.go import DEFAULT_KOMI, SCORING_RULES, count_by_engine
 from palaestra.envs.board.opponents import GTPOpponent, Opponent, Policy, RandomOpponent, make_opponent
-from palaestra.envs.board.rules import COLOR_NAMES, RESIGN, BoardGame, GoGame, HexGame, parse_color
+from palaestra.envs.board.rules import (
+    COLOR_NAMES,
+    RESIGN,
+    STEP_ENDED,
+    STEP_RESIGNED,
+    BoardGame,
+    GoGame,
+    HexGame,
+    parse_color,
+)
 from palaestra.errors import Error, IllegalMove
 
 __all__ = ["BoardGameVectorEnv", "GoVectorEnv", "HexVectorEnv"]
@@ -139,8 +153,16 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         random_opponents = all(r is not None for r in self._randoms)
         alternating = random_opponents and game.swap_action is None
         self._incremental = alternating and isinstance(game, HexGame)
+        #: Go's board core (C), writing every board's legal row and planes in place, in env order (so
+        #: that the batch's mask and observations are plain copies); None without it.
+        self._core_planes = np.zeros((num_envs, 3, n, n), np.float32)
+        self._core = game.board_core(num_envs, self._legal, self._core_planes, env_order=True) if alternating else None
+        if self._core is not None:
+            self._mask_columns = None
         if self._incremental:
             self._step_boards = self._step_hex_random
+        elif self._core is not None:
+            self._step_boards = self._step_go_core
         elif alternating and isinstance(game, GoGame):
             self._step_boards = self._step_go_random
         else:
@@ -218,9 +240,10 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         if self.render_mode is None:
             return None
         frames = []
-        for b, state in enumerate(self._states):
-            if state is None:
+        for b in range(self.num_envs):
+            if self._states[b] is None:
                 raise Error("Call reset() before render()")
+            state = self._engine_state(b)
             info = self._end_info[b]
             outcome = None
             if self._over[b] and info.get("reason") in ("resignation", "illegal move"):
@@ -238,8 +261,24 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     # -- the three ways to step the boards ------------------------------------------------------------
     # Each loop is the hot path of every batched training loop: flat, with what it needs bound to locals
     # (bench/board_games.py). Rare cases (illegal moves, resignations, ended games) leave through methods.
+    def _step_go_core(self, actions: list[int], replies: list[int], ended: list[int]) -> None:
+        """Go against the random opponent with the board core: one C call plays every board's two
+        moves (each opponent drawing from its board's generator, as the single env does) and updates
+        the legal rows and planes in place; the engine states wait (see _engine_state())."""
+        events = self._core.step_random(  # type: ignore[union-attr]
+            actions, self._over, self._randoms, replies, self.illegal_move_mode == "raise"
+        )
+        for b, event in events:  # in board order, as the other loops meet them
+            if event == STEP_ENDED:
+                self._end(b, None if replies[b] < 0 else replies[b], ended)
+            elif event == STEP_RESIGNED:
+                self._resign(b, self._player, None, ended)
+            else:
+                self._illegal(b, actions[b], ended)
+
     def _step_go_random(self, actions: list[int], replies: list[int], ended: list[int]) -> None:
-        """Go against the random opponent: the engine rewrites each board's planes and legal row."""
+        """Go against the random opponent without the board core: the engine rewrites each board's
+        planes and legal row."""
         legal, width, resign = self._legal, self._width, self._resign_column
         to_column, from_engine = self._to_column, self._from_engine
         states, randoms, set_from, over = self._states, self._randoms, self._set_from, self._over
@@ -341,6 +380,9 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         self._resigned[b] = None
         self._end_info[b] = {}
         if self._fresh_start:
+            if self._core is not None:
+                self._core.reset(b)  # its legal row and planes too
+                return -1
             base = b * self._width
             self._legal[base : base + self._width] = self._initial_row
             if self._incremental:
@@ -356,7 +398,21 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             self._end_info[b].pop("reward", None)
         else:
             self._refresh(b)
+            if self._core is not None:  # the core follows the opening moves
+                self._core.reset(b)
+                for action in self._states[b].history():
+                    self._core.play(b, action)
         return -1 if reply is None else reply
+
+    def _engine_state(self, b: int) -> Any:
+        """Board ``b``'s OpenSpiel state. The board core plays without it, so with the core it is
+        rebuilt from the core's moves (the same game: tests/envs/test_go_core.py)."""
+        if self._core is not None:
+            state = self.game.new_state()
+            for action in self._core.history(b):
+                state.apply_action(action)
+            self._states[b] = state
+        return self._states[b]
 
     def _next_seed(self) -> int:
         """A seed for an opponent, from the env's generator (drawn 256 at a time: one draw costs as
@@ -411,13 +467,17 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
 
     def _end(self, b: int, reply: int | None, ended: list[int]) -> None:
         """Board ``b``'s game is over: its final planes, an empty legal row, the reward and why."""
-        state = self._states[b]
         self._over[b] = True
         base = b * self._width
         self._legal[base : base + self._width] = self._no_moves_row
+        loser = self._resigned[b]
+        if self._core is not None:  # the core's planes are the final ones; it knows why the game ended
+            self._end_info[b] = self._core_ending(b, loser)
+            ended.append(b)
+            return
+        state = self._states[b]
         self._set_from[b](state, 0)
         self._gathered[b] = self._tensors[b]
-        loser = self._resigned[b]
         if loser is not None:
             info: dict[str, Any] = {"winner": COLOR_NAMES[1 - loser], "reason": "resignation"}
             reward = -1.0 if loser == self._player else 1.0
@@ -427,6 +487,16 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         info["reward"] = reward
         self._end_info[b] = info
         ended.append(b)
+
+    def _core_ending(self, b: int, loser: int | None) -> dict[str, Any]:
+        """The ending (info keys and reward) of board ``b``'s game, played by the board core."""
+        if loser is not None:
+            return {"winner": COLOR_NAMES[1 - loser], "reason": "resignation", "reward": -1.0 if loser == self._player else 1.0}
+        assert isinstance(self.game, GoGame) and self._core is not None
+        reason = self._core.end_reason(b) or ""
+        info, black_return = self.game.describe_board_end(reason, self._core.superko(b), self._core_planes[b])
+        info["reward"] = black_return if self._player == 0 else -black_return
+        return info
 
     # -- the batch ------------------------------------------------------------------------------------
     def _check_actions(self, actions: Any) -> list[int]:
@@ -444,6 +514,8 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         return chosen.tolist()
 
     def _observations(self) -> np.ndarray:
+        if self._core is not None:
+            return self._core_planes.copy()
         if not self._incremental:
             np.stack(self._tensors, out=self._gathered)
         return self._planes_view.copy()
