@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from palaestra.scoreboard.server import accounts
+from palaestra.scoreboard.server import accounts, rate_limits
 from palaestra.scoreboard.server.config import resolve_config
 from palaestra.scoreboard.server.state import open_database
 from palaestra.scoreboard.server.web import account_routes
@@ -365,7 +365,7 @@ def test_ten_failed_sign_ins_hold_the_name_back_even_with_the_right_password(
     scoreboard_server.create_user(name, PASSWORD)
     scoreboard_server.create_user(other, PASSWORD)
     with httpx.Client(base_url=scoreboard_server.url) as c:
-        for _ in range(accounts.MAX_FAILED_SIGN_INS):
+        for _ in range(rate_limits.MAX_FAILED_SIGN_INS):
             assert _sign_in(c, name, "a wrong guess").status_code == 401
         held = _sign_in(c, name, PASSWORD)
         assert held.status_code == 429 and "Too many failed sign-ins" in held.text
@@ -373,30 +373,20 @@ def test_ten_failed_sign_ins_hold_the_name_back_even_with_the_right_password(
         assert _sign_in(c, other, PASSWORD).status_code == 303, "other names are not held back"
 
 
-def test_the_throttle_forgets_failures_after_its_window() -> None:
-    throttle = accounts.SignInThrottle(max_failures=2, window_s=0.3)
-    throttle.failed("Ada")
-    assert throttle.wait_s("ada") == 0
-    throttle.failed("ada")
-    assert 0 < throttle.wait_s("ADA") <= 0.3
-    time.sleep(0.35)
-    assert throttle.wait_s("ada") == 0
-    throttle.failed("ada")
-    throttle.succeeded("ada")
-    throttle.failed("ada")
-    assert throttle.wait_s("ada") == 0, "a success starts the count afresh"
-
-
-@pytest.mark.postgres
-def test_accounts_on_postgresql(scoreboard_factory: object, postgres_url: str) -> None:
-    server: ScoreboardServer = scoreboard_factory(database_url=postgres_url)  # type: ignore[operator]
-    server.create_user("pg-user", PASSWORD)
-    with server.signed_in_client("pg-user", PASSWORD) as c:
-        token = form_token(c.get("/settings/profile").text)
-        page = c.post("/settings/profile/keys", data={"csrf_token": token})
-        key = re.search(r'id="new-key-value">([^<]+)<', page.text)
-        assert key
-        assert httpx.post(f"{server.url}/v1/files", json={"purpose": "episode_batch"},
-                          headers={"Authorization": f"Bearer {key.group(1)}"}).status_code == 201
-        assert c.post("/logout", data={"csrf_token": token}).status_code == 303
-        assert c.get("/settings/profile").status_code == 303
+def test_failed_sign_ins_are_counted_in_the_database_per_window(tmp_path: Path) -> None:
+    """Every server process on one database sees the same count; a success clears it; a new window forgets."""
+    db = open_database(resolve_config(data_dir=tmp_path, environ={}), migrate_now=True)
+    try:
+        rate_limits.note_failed_sign_in(db, "Ada", window_s=1)
+        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=1) == 0
+        rate_limits.note_failed_sign_in(db, "ada", window_s=1)
+        wait = rate_limits.sign_in_wait(db, "ADA", limit=2, window_s=1)
+        assert 0 < wait <= 1
+        time.sleep(wait + 0.05)
+        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=1) == 0, "a new window forgets"
+        rate_limits.note_failed_sign_in(db, "ada", window_s=3600)
+        rate_limits.clear_failed_sign_ins(db, "ada")
+        rate_limits.note_failed_sign_in(db, "ada", window_s=3600)
+        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=3600) == 0, "a success starts afresh"
+    finally:
+        db.dispose()

@@ -7,9 +7,9 @@
 - **Sessions** are rows of ``web_sessions``, server-side: the cookie holds 256 random bits, the table
   their sha256 (a stolen database yields no cookie). Signing out deletes the row, which a signed
   cookie could not undo; a session expires ``session_ttl_s`` after sign-in, however active.
-- **Failed sign-ins** are counted per user name (:class:`SignInThrottle`, in each server process):
-  after ``MAX_FAILED_SIGN_INS`` within ``FAILED_SIGN_IN_WINDOW_S`` the name is refused until the
-  oldest failure ages out, so a password cannot be guessed at argon2's full speed.
+- **Failed sign-ins** are counted per user name in the database, shared by every server process
+  (:func:`palaestra.scoreboard.server.rate_limits.sign_in_wait`), so a password cannot be guessed at
+  argon2's full speed.
 - **CSRF tokens** are ``HMAC(server secret, the session's token)``: tied to the session (a new
   sign-in makes new ones) and kept nowhere. Signed-out forms (sign-in, invite) use a random
   pre-session cookie instead of the session's token.
@@ -21,9 +21,6 @@ import functools
 import hashlib
 import hmac
 import secrets
-import threading
-import time
-from collections import deque
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
@@ -35,7 +32,6 @@ from palaestra.scoreboard.server.db import Database, Invite, User, WebSession, u
 
 __all__ = [
     "MIN_PASSWORD_LENGTH",
-    "SignInThrottle",
     "SignedIn",
     "accept_invite",
     "authenticate",
@@ -126,47 +122,6 @@ def authenticate(db: Database, name: str, password: str) -> SignedIn | None:
                 sa.update(User).where(User.seq == row.seq).values(password_hash=_hash_password(password))
             )
     return SignedIn(row.seq, row.name)
-
-
-#: failed sign-ins of one user name that a server process accepts within the window
-MAX_FAILED_SIGN_INS = 10
-FAILED_SIGN_IN_WINDOW_S = 15 * 60
-
-
-class SignInThrottle:
-    """The failed sign-ins of each user name over the last ``window_s`` seconds (this process)."""
-
-    def __init__(self, max_failures: int = MAX_FAILED_SIGN_INS, window_s: float = FAILED_SIGN_IN_WINDOW_S) -> None:
-        self.max_failures = max_failures
-        self.window_s = window_s
-        self._failures: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def _recent(self, name: str, now: float) -> deque[float]:
-        times = self._failures.setdefault(name.lower(), deque())
-        while times and times[0] <= now - self.window_s:
-            times.popleft()
-        return times
-
-    def wait_s(self, name: str) -> float:
-        """0 if ``name`` may try to sign in now, else the seconds until it may."""
-        now = time.monotonic()
-        with self._lock:
-            times = self._recent(name, now)
-            if len(times) < self.max_failures:
-                return 0.0
-            return times[0] + self.window_s - now
-
-    def failed(self, name: str) -> None:
-        now = time.monotonic()
-        with self._lock:
-            if len(self._failures) > 100_000:  # a flood of made-up names: start counting afresh
-                self._failures.clear()
-            self._recent(name, now).append(now)
-
-    def succeeded(self, name: str) -> None:
-        with self._lock:
-            self._failures.pop(name.lower(), None)
 
 
 # -- sessions ------------------------------------------------------------------------------------------

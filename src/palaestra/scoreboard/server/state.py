@@ -10,7 +10,6 @@ import sqlalchemy as sa
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import migrate
-from palaestra.scoreboard.server.accounts import SignInThrottle
 from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.db import Algorithm, Database, ServerSetting
 from palaestra.scoreboard.server.storage import BlobStore, FileStore, open_store
@@ -34,8 +33,6 @@ class ServerState:
     inline: bool = False
     #: (user seq, id or name) -> the algorithm it names (``api.algorithms.find_algorithm``)
     known_algorithms: dict[tuple[int, str], Algorithm] = field(default_factory=dict)
-    #: failed sign-ins per user name (``accounts.SignInThrottle``)
-    sign_in_throttle: SignInThrottle = field(default_factory=SignInThrottle)
 
     def close(self) -> None:
         self.db.dispose()

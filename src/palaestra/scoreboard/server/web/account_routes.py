@@ -21,7 +21,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from palaestra.errors import ConfigurationError
-from palaestra.scoreboard.server import accounts, auth
+from palaestra.scoreboard.server import accounts, auth, rate_limits
 from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.web import signin
 from palaestra.scoreboard.server.web.render import render
@@ -61,7 +61,7 @@ def login(
     state = state_of(request)
     next_path = signin.local_path(next, PROFILE_PATH)
     name = name.strip()
-    wait = state.sign_in_throttle.wait_s(name)
+    wait = rate_limits.sign_in_wait(state.db, name)
     if wait:
         minutes = max(1, round(wait / 60))
         held = _login_page(
@@ -74,7 +74,7 @@ def login(
         return held
     user = accounts.authenticate(state.db, name, password) if name and password else None
     if user is None:
-        state.sign_in_throttle.failed(name)
+        rate_limits.note_failed_sign_in(state.db, name)
         return _login_page(
             request,
             next_path,
@@ -82,7 +82,7 @@ def login(
             "Wrong user name or password. (A user without a password signs in once the server's "
             "operator sets one: `palaestra users create NAME --password` or `--invite`.)",
         )
-    state.sign_in_throttle.succeeded(name)
+    rate_limits.clear_failed_sign_ins(state.db, name)
     response = _see_other(next_path)
     signin.set_session_cookie(request, response, accounts.start_session(state.db, user, state.config.session_ttl_s))
     return response
