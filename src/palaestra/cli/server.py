@@ -1,4 +1,5 @@
-"""``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate."""
+"""``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate;
+``palaestra server rotate-secret``: a new upload-signing secret."""
 
 from __future__ import annotations
 
@@ -62,10 +63,15 @@ def register(subparsers: Any) -> None:
         help="run the scoreboard service (the 2017 /v1 API and web pages)",
         description="Run the scoreboard: SQLite and a blob folder under --data-dir by default; "
         "--database-url postgresql://... and --storage s3://bucket/prefix for the scale-out set-up. "
-        "`palaestra server migrate` applies the database migrations and exits.",
+        "`palaestra server migrate` applies the database migrations and exits; `palaestra server "
+        "rotate-secret` makes a new upload-signing secret (forms already handed out stay valid).",
     )
     parser.add_argument(
-        "action", nargs="?", choices=["run", "migrate"], default="run", help="run (default) or migrate"
+        "action",
+        nargs="?",
+        choices=["run", "migrate", "rotate-secret"],
+        default="run",
+        help="run (default), migrate or rotate-secret",
     )
     add_database_arguments(parser)
     parser.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
@@ -93,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
 
     from palaestra.scoreboard.server.state import migrate_database
 
+    private_files()
     config = config_from_args(args)
     log = logging.getLogger("palaestra")
     level = "warning" if args.quiet else "debug" if args.verbose else "info"
@@ -108,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
             migrate_database(config)
         log.info("Database %s is at the newest schema.", _shown(config.database_url))
         return 0
+    if args.action == "rotate-secret":
+        return _rotate_secret(config)
     from palaestra.scoreboard.server.app import serve
 
     if args.no_migrate:
@@ -124,6 +133,35 @@ def run(args: argparse.Namespace) -> int:
     if stopped_by is not None:
         exits.note_stop(stopped_by)
     exits.reraise_stop()  # uvicorn stopped gracefully on SIGTERM/Ctrl-C: exit 143/130, as documented
+    return 0
+
+
+def private_files() -> None:
+    """Make what this process creates (the data folder, the database and its -wal/-shm, blobs, the
+    upload secret) readable by this user only: 0700 folders, 0600 files."""
+    import os
+
+    os.umask(0o077)
+
+
+def _rotate_secret(config: Any) -> int:
+    from datetime import datetime, timezone
+
+    from palaestra.scoreboard.server.signing import rotate
+    from palaestra.scoreboard.server.state import open_database
+
+    with startup_errors(config):
+        db = open_database(config)
+    try:
+        path, until = rotate(config, db)
+    finally:
+        db.dispose()
+    print(
+        f"Rotated the upload-signing secret in {path}. Upload forms signed with the previous one stay "
+        f"valid until {datetime.fromtimestamp(until, timezone.utc):%Y-%m-%d %H:%M:%S} UTC; running servers "
+        "that read this file use the new one within a second. Servers on other hosts need this file "
+        "too (copy it, or point their PALAESTRA_UPLOAD_SECRET_FILE at one shared file)."
+    )
     return 0
 
 

@@ -10,7 +10,7 @@ import argparse
 import json
 from typing import Any
 
-from palaestra.cli.server import add_database_arguments, config_from_args
+from palaestra.cli.server import add_database_arguments, config_from_args, private_files
 
 
 def register(subparsers: Any) -> None:
@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.server import auth
     from palaestra.scoreboard.server.state import open_database
 
+    private_files()
     config = config_from_args(args)
     config.data_dir.mkdir(parents=True, exist_ok=True)
     db = open_database(config, migrate_now=True)

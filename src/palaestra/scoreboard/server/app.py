@@ -137,6 +137,8 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
         env["PALAESTRA_PUBLIC_URL"] = config.public_url
     if config.s3_endpoint_url:
         env["PALAESTRA_S3_ENDPOINT_URL"] = config.s3_endpoint_url
+    if config.upload_secret_file:
+        env["PALAESTRA_UPLOAD_SECRET_FILE"] = str(config.upload_secret_file)
     return env
 
 
