@@ -64,14 +64,21 @@ def register(subparsers: Any) -> None:
         description="Run the scoreboard: SQLite and a blob folder under --data-dir by default; "
         "--database-url postgresql://... and --storage s3://bucket/prefix for the scale-out set-up. "
         "`palaestra server migrate` applies the database migrations and exits; `palaestra server "
-        "rotate-secret` makes a new upload-signing secret (forms already handed out stay valid).",
+        "rotate-secret` makes a new upload-signing secret (forms already handed out stay valid); "
+        "`palaestra server backup DEST` copies a running SQLite scoreboard (database, blobs, secret).",
     )
     parser.add_argument(
         "action",
         nargs="?",
-        choices=["run", "migrate", "rotate-secret"],
+        choices=["run", "migrate", "rotate-secret", "backup"],
         default="run",
-        help="run (default), migrate or rotate-secret",
+        help="run (default), migrate, rotate-secret or backup DEST",
+    )
+    parser.add_argument(
+        "destination",
+        nargs="?",
+        metavar="DEST",
+        help="backup: a new folder for the copy (a data folder: `palaestra server --data-dir DEST` serves it)",
     )
     add_database_arguments(parser)
     parser.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
@@ -117,6 +124,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "rotate-secret":
         return _rotate_secret(config)
+    if args.action == "backup":
+        return _backup(config, args.destination)
+    if args.destination is not None:
+        raise ConfigurationError(f"Unexpected argument {args.destination!r}: only `backup` takes a folder")
     from palaestra.scoreboard.server.app import serve
 
     if args.no_migrate:
@@ -142,6 +153,22 @@ def private_files() -> None:
     import os
 
     os.umask(0o077)
+
+
+def _backup(config: Any, destination: str | None) -> int:
+    from pathlib import Path
+
+    from palaestra.scoreboard.server.backup import backup
+
+    if not destination:
+        raise ConfigurationError("palaestra server backup needs a folder to copy into: backup DEST")
+    report = backup(config, Path(destination))
+    print(
+        f"Backed up the database ({report.database_bytes} bytes) and {report.blob_files} blobs "
+        f"({report.blob_bytes} bytes) into {report.destination}; serve it with "
+        f"`palaestra server --data-dir {report.destination}`."
+    )
+    return 0
 
 
 def _rotate_secret(config: Any) -> int:
