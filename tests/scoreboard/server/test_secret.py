@@ -73,7 +73,12 @@ def test_a_secret_an_older_palaestra_kept_in_the_database_is_moved_out_on_first_
     old_secret = "ab" * 32
     with sqlite3.connect(data_dir / "scoreboard.sqlite3") as db:
         db.execute("INSERT INTO server_settings (key, value) VALUES ('upload_secret', ?)", (old_secret,))
+    # as an older palaestra left them: readable by everyone
+    data_dir.chmod(0o755)
+    (data_dir / "scoreboard.sqlite3").chmod(0o644)
     server = scoreboard_factory(env={"PALAESTRA_DATA_DIR": str(data_dir)})
+    assert mode(data_dir / "scoreboard.sqlite3") == 0o600
+    assert f"The data folder {data_dir} can be read by other users (mode 755)" in server.log_path.read_text()
     assert current_secret(data_dir) == old_secret
     assert mode(data_dir / "upload-secret.json") == 0o600
     assert "upload_secret" not in settings(data_dir / "scoreboard.sqlite3")

@@ -85,12 +85,32 @@ def build_state(config: ServerConfig) -> ServerState:
     if config.is_sqlite or not config.storage_url.startswith("s3:"):
         make_data_dir(config)
     db = open_database(config)
+    if config.is_sqlite:
+        make_private(sa.make_url(config.database_url).database)
     store = open_store(config.storage_url, config.s3_endpoint_url)
     store.check()
     inline = config.inline_handlers
     if inline is None:
         inline = config.database_is_local and isinstance(store, FileStore)
     return ServerState(config=config, db=db, store=store, signing=open_secret(config, db), inline=inline)
+
+
+def make_private(database: str | None) -> None:
+    """Make a SQLite database and its -wal/-shm files readable by this user only (0600), also when
+    an older palaestra created them readable by others."""
+    if not database or database == ":memory:":
+        return
+    from pathlib import Path
+
+    for path in (Path(database), Path(f"{database}-wal"), Path(f"{database}-shm")):
+        try:
+            if path.stat().st_mode & 0o077:
+                path.chmod(0o600)
+                logger.info("Made %s readable by this user only (0600)", path)
+        except FileNotFoundError:
+            pass
+        except OSError as e:  # not ours: say so, keep serving
+            logger.warning("Could not make %s private (%s); `chmod 600 %s`", path, e.strerror or e, path)
 
 
 def make_data_dir(config: ServerConfig) -> None:
