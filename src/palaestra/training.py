@@ -29,12 +29,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
 
 from palaestra.errors import Error
+
+if TYPE_CHECKING:
+    from palaestra.monitoring import Monitor, VectorMonitor
 
 __all__ = [
     "RunSummary",
@@ -338,12 +341,19 @@ def run_agent(
     finally:
         bar.close()
         monitor.close()
+    return _summary(env_id, monitor, tracker, done_steps, time.monotonic() - start, interrupted)
+
+
+def _summary(
+    env_id: str, monitor: Monitor[Any, Any] | VectorMonitor, tracker: _SolveTracker, steps: int, seconds: float, interrupted: bool
+) -> RunSummary:
+    """The run's summary from its (closed) Monitor and solving tracker: one for single and vector runs."""
     return RunSummary(
         env_id=env_id,
         directory=monitor.directory,
         episodes=len(monitor.get_episode_lengths()),
-        steps=done_steps,
-        seconds=time.monotonic() - start,
+        steps=steps,
+        seconds=seconds,
         solved_at=tracker.solved_at,
         best_mean=tracker.best_mean,
         videos=len(monitor.videos),
@@ -440,19 +450,7 @@ def _run_vector(
     finally:
         bar.close()
         monitor.close()
-    return RunSummary(
-        env_id=env_id,
-        directory=monitor.directory,
-        episodes=len(monitor.get_episode_lengths()),
-        steps=done_steps,
-        seconds=time.monotonic() - start,
-        solved_at=tracker.solved_at,
-        best_mean=tracker.best_mean,
-        videos=len(monitor.videos),
-        trials=tracker.trials,
-        reward_threshold=tracker.threshold,
-        interrupted=interrupted,
-    )
+    return _summary(env_id, monitor, tracker, done_steps, time.monotonic() - start, interrupted)
 
 
 def _sub_env_view(envs: gymnasium.vector.VectorEnv[Any, Any, Any]) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import trim_mean
+from scipy.stats import mannwhitneyu, trim_mean
 
 from palaestra.benchmarks import statistics as st
 
@@ -103,3 +103,49 @@ def test_normalise_and_errors() -> None:
         st.interval_estimates({"a": [1.0]}, metrics=["best"])
     with pytest.raises(ValueError, match="confidence"):
         st.interval_estimates({"a": [1.0]}, confidence=1.5)
+
+
+# -- probability of improvement, spread, curve bands -----------------------------------------------
+
+
+def test_probability_of_improvement_is_the_task_mean_of_mann_whitney_u_over_pairs() -> None:
+    rng = np.random.default_rng(3)
+    x = {"a": rng.normal(0.6, 0.1, 5), "b": rng.normal(0.4, 0.2, 3), "only-x": [1.0]}
+    y = {"a": rng.normal(0.5, 0.1, 4), "b": [0.4, 0.4]}
+    expected = np.mean([mannwhitneyu(x[t], y[t]).statistic / (len(x[t]) * len(y[t])) for t in ("a", "b")])
+    result = st.probability_of_improvement(x, y, reps=2000, seed=1)
+    assert result.value == pytest.approx(expected)
+    assert result.low <= result.value <= result.high and result.high - result.low > 0.05
+    assert st.probability_of_improvement(x, y, reps=2000, seed=1) == result, "the same seed, the same interval"
+    # ties count a half, and P(X > Y) + P(Y > X) = 1
+    assert st.probability_of_improvement({"t": [0.5]}, {"t": [0.5]}).value == 0.5
+    assert st.probability_of_improvement(y, x).value == pytest.approx(1 - expected)
+
+
+def test_probability_of_improvement_needs_a_common_task() -> None:
+    with pytest.raises(ValueError, match=r"no task in common: the first set has \['a'\], the second \['b'\]"):
+        st.probability_of_improvement({"a": [1.0]}, {"b": [0.0]})
+
+
+def test_one_run_per_task_has_no_spread_and_a_point_interval() -> None:
+    single = {"a": [0.099], "b": [0.2]}
+    assert not st.has_spread(single) and st.has_spread({"a": [0.1], "b": [0.2, 0.3]})
+    iqm = st.interval_estimates(single, metrics=("iqm",), reps=200)["iqm"]
+    assert iqm.low == iqm.value == iqm.high, "what the pages must not print as an interval"
+
+
+def test_curve_band_contains_the_mean_and_narrows_with_agreeing_runs() -> None:
+    rng = np.random.default_rng(0)
+    grid = np.linspace(0, 1, 50)
+    noisy = grid[None, :] + rng.normal(0, 0.3, size=(8, 50))
+    value, low, high = st.curve_interval(noisy, "mean", reps=1000)
+    assert np.allclose(value, noisy.mean(axis=0))
+    assert np.all(low <= value) and np.all(value <= high) and np.all(high - low > 0)
+    _, tight_low, tight_high = st.curve_interval(grid[None, :] + rng.normal(0, 0.01, size=(8, 50)), reps=1000)
+    assert np.all(tight_high - tight_low < (high - low))
+    iqm, iqm_low, iqm_high = st.curve_interval(noisy, "iqm", reps=1000)
+    assert np.all(iqm_low <= iqm) and np.all(iqm <= iqm_high)
+    with pytest.raises(ValueError, match="non-finite"):
+        st.curve_interval([[0.0, np.nan]])
+    with pytest.raises(ValueError, match="unknown curve metric 'median'"):
+        st.curve_interval([[0.0]], "median")

@@ -32,6 +32,41 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on ``port`` (Linux's /proc/net tables; LISTEN is state 0A)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
+                    inodes.add(fields[9])
+    return inodes
+
+
+def _process_tree(pid: int) -> list[int]:
+    pids, i = [pid], 0
+    while i < len(pids):
+        for task in Path(f"/proc/{pids[i]}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                pids.extend(int(child) for child in task.read_text().split())
+        i += 1
+    return pids
+
+
+def _listens_on(pid: int, port: int) -> bool:
+    """Whether ``pid`` or one of its children holds the listening socket of ``port`` (True off Linux)."""
+    if not Path("/proc/net/tcp").exists():
+        return True
+    sockets = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    for member in _process_tree(pid):
+        for fd in Path(f"/proc/{member}/fd").glob("*"):
+            with contextlib.suppress(OSError):
+                if os.readlink(fd) in sockets:
+                    return True
+    return False
+
+
 def _palaestra_cmd() -> list[str]:
     return [sys.executable, "-m", "palaestra"]
 
@@ -91,7 +126,9 @@ class ScoreboardServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"palaestra server exited with {self.proc.returncode}:\n{self.log()}")
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/v1/health", timeout=2).status_code == 200:
+                # the identity check: a port picked free can be taken by another test's server meanwhile
+                healthy = httpx.get(f"{self.url}/v1/health", timeout=2).status_code == 200
+                if healthy and _listens_on(self.proc.pid, self.port):
                     return
             time.sleep(0.05)
         raise RuntimeError(f"palaestra server did not answer within {STARTUP_TIMEOUT_S}s:\n{self.log()}")

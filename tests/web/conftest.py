@@ -7,7 +7,8 @@ Monitor (tests/web/web_recordings.py):
 - three CartPole-v0 evaluations that solve after different numbers of episodes (one never does),
   the first with an mp4 video, the second under a hostile algorithm name;
 - a FrozenLake-v1 evaluation with ansi (asciicast v1) videos;
-- two ClassicControl2-v1 benchmark runs.
+- a Hex9x9-v0 evaluation of 20 games (won and lost);
+- three ClassicControl2-v1 benchmark runs: two of a balancing agent, one of a random agent.
 
 Browser tests drive Debian's /usr/bin/chromium through Playwright (never ``playwright install``)
 and save screenshots under test-artifacts/web/.
@@ -57,7 +58,9 @@ def uploads(web_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Upload
         writeup = "https://example.org/writeups/balance" if i == 0 else None
         out.cartpole.append(send(directory, algorithm_id=algorithm, writeup=writeup))
     out.frozenlake = send(recordings.record_frozenlake(root / "frozenlake"), algorithm_id="random")
-    for i, policy in enumerate(("balance", "random")):
+    out.board_games = send(recordings.record_board_games(root / "hex"), algorithm_id="random")
+    # the balance agent runs twice (two trials per task pooled: intervals), the random agent once (none)
+    for i, policy in enumerate(("balance", "random", "balance")):
         run_dir = recordings.record_classic_control2_run(root / f"bench-{i}", policy, seed=i)
         out.benchmark_runs.append(send(run_dir, algorithm_id=f"{policy}-agent", benchmark_id="ClassicControl2-v1"))
     return out

@@ -230,7 +230,7 @@ def test_pages_work_without_vendor_assets(
 
 def test_own_static_assets_are_served(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, _ = app_client
-    for name in ("palaestra.css", "charts.js", "players.js"):
+    for name in ("palaestra.css", "common.js", "charts.js", "compare.js", "players.js"):
         assert client.get(f"/assets/{name}").status_code == 200
     assert client.get("/assets/vendor/nothing.js").status_code == 404
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -92,3 +94,12 @@ def test_byte_ranges_of_blobs_served_from_memory() -> None:
     assert _bytes_response(data, "video/mp4", {}, "bytes=95-500").body == data[95:]
     assert _bytes_response(data, "video/mp4", {}, "bytes=100-").status_code == 416
     assert _bytes_response(data, "video/mp4", {}, "bytes=0-1,5-6").status_code == 200  # several: whole
+
+
+def test_json_blocks_cannot_end_their_script_element() -> None:
+    from palaestra.scoreboard.server.web.render import json_block
+
+    hostile = {"label": "</script><script>alert(1)</script>", "amp": "a & b 'c'", "values": [1.5, None]}
+    text = str(json_block(hostile))
+    assert "<" not in text and ">" not in text and "&" not in text and "'" not in text
+    assert json.loads(text) == hostile

@@ -24,6 +24,7 @@ class Uploads:
 
     cartpole: list[str] = field(default_factory=list)  # fastest solve first, unsolved last
     frozenlake: str = ""
+    board_games: str = ""  # Hex9x9-v0 games
     benchmark_runs: list[str] = field(default_factory=list)
 
 

@@ -2,7 +2,8 @@
 
 - CartPole runs with a chosen number of random episodes before a balancing policy takes over
   (so the number of episodes before solve is known), with an mp4 video of episode 0;
-- a FrozenLake-v1 run with ansi (asciicast v1 JSON) videos.
+- a FrozenLake-v1 run with ansi (asciicast v1 JSON) videos;
+- Hex games against the random opponent, with random legal moves (some won, some lost).
 """
 
 from __future__ import annotations
@@ -94,4 +95,24 @@ def record_classic_control2_run(directory: Path, cartpole_policy: str, seed: int
     """A ClassicControl2-v1 benchmark run laid out as the runner does: ``{env_id}-{trial}`` folders."""
     record_steps("CartPole-v0", directory / "CartPole-v0-0", 2200, policy=cartpole_policy, seed=seed)
     record_steps("Pendulum-v1", directory / "Pendulum-v1-0", 1000, seed=seed)
+    return directory
+
+
+def record_board_games(directory: Path, env_id: str = "Hex9x9-v0", episodes: int = 20, seed: int = 0) -> Path:
+    """``episodes`` games of ``env_id`` with random legal moves (the env's ``action_mask``)."""
+    import palaestra.envs  # noqa: F401  (registers the board games)
+
+    env = make(env_id)
+    monitor = Monitor(env, str(directory), video_callable=False, force=True)
+    rng = np.random.default_rng(seed)
+    try:
+        for episode in range(episodes):
+            _, info = monitor.reset(seed=seed + episode)
+            done = False
+            while not done:
+                action = int(rng.choice(np.flatnonzero(info["action_mask"])))
+                _, _, terminated, truncated, info = monitor.step(action)
+                done = terminated or truncated
+    finally:
+        monitor.close()
     return directory

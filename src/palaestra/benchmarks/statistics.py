@@ -17,8 +17,14 @@ Confidence intervals come from the *stratified* bootstrap: each replicate resamp
 replacement, the runs within every task (the number of runs per task stays fixed), and the
 interval is the percentile interval of the metric over the replicates. Performance profiles give,
 for each threshold tau, the fraction of runs scoring above tau (averaged over tasks), with the same
-bootstrap bands. Every random draw comes from ``numpy.random.default_rng(seed)``: the same seed
-gives the same intervals.
+bootstrap bands. The probability of improvement P(X > Y) of one set of runs over another is the
+mean over tasks of the Mann-Whitney statistic (ties count a half), with both sets resampled. An
+aggregate *curve* (runs' learning curves on a common x grid) gets a band by resampling runs.
+Every random draw comes from ``numpy.random.default_rng(seed)``: the same seed gives the same
+intervals.
+
+A bootstrap interval exists only where some task has two runs or more (:func:`has_spread`); with
+one run per task every replicate is the point estimate, and the pages say "n = 1, no interval".
 """
 
 from __future__ import annotations
@@ -38,9 +44,12 @@ __all__ = [
     "aggregate_mean",
     "aggregate_median",
     "aggregate_optimality_gap",
+    "curve_interval",
+    "has_spread",
     "interval_estimates",
     "normalise",
     "performance_profile",
+    "probability_of_improvement",
     "stratified_bootstrap",
 ]
 
@@ -287,3 +296,84 @@ def performance_profile(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(replicates, [alpha, 1 - alpha], axis=0)
     return PerformanceProfile(tau, point, low, high, confidence)
+
+
+def has_spread(scores: ScoresLike) -> bool:
+    """Whether a bootstrap interval exists: some task has two runs or more."""
+    return max(len(t) for t in _as_tasks(scores)) >= 2
+
+
+def probability_of_improvement(
+    x: ScoreTable,
+    y: ScoreTable,
+    reps: int = DEFAULT_PROFILE_REPS,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> Interval:
+    """P(X > Y): the mean over the tasks of both tables of the probability that a run of ``x``
+    scores above a run of ``y`` on that task (ties count a half), with a stratified-bootstrap
+    interval that resamples the runs of ``x`` and of ``y`` independently (rliable's
+    ``probability_of_improvement``)."""
+    _check_confidence(confidence)
+    common = [task for task in x if task in y]
+    if not common:
+        raise ValueError(
+            f"no task in common: the first set has {sorted(x)}, the second {sorted(y)}; "
+            "probability of improvement compares runs of the same tasks"
+        )
+    xs = _as_tasks({task: x[task] for task in common})
+    ys = _as_tasks({task: y[task] for task in common})
+
+    def probability(bx: list[np.ndarray], by: list[np.ndarray]) -> np.ndarray:
+        per_task = []
+        for a, b in zip(bx, by, strict=True):  # (R, n) and (R, m)
+            diff = a[:, :, None] - b[:, None, :]
+            per_task.append(((diff > 0) + 0.5 * (diff == 0)).mean(axis=(1, 2)))
+        return np.mean(per_task, axis=0)
+
+    point = float(probability([t[None, :] for t in xs], [t[None, :] for t in ys])[0])
+    rng = np.random.default_rng(seed)
+    replicates = probability(_resample(xs, reps, rng), _resample(ys, reps, rng))
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(replicates, [alpha, 1 - alpha])
+    return Interval(point, float(low), float(high), confidence)
+
+
+def curve_interval(
+    curves: np.ndarray | Sequence[Sequence[float]],
+    metric: str = "mean",
+    reps: int = DEFAULT_PROFILE_REPS,
+    confidence: float = 0.95,
+    seed: int | None = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(value, low, high)`` at every x of runs' curves shaped (runs, points) on a common x grid:
+    the ``mean`` or ``iqm`` across runs, and the percentile band of the bootstrap that resamples
+    whole runs (each replicate keeps a run's curve together)."""
+    _check_confidence(confidence)
+    table = np.asarray(curves, dtype=float)
+    if table.ndim != 2 or table.shape[0] == 0 or table.shape[1] == 0:
+        raise ValueError(f"curves must be shaped (runs, points), not {table.shape}")
+    if not np.all(np.isfinite(table)):
+        raise ValueError("a curve has a non-finite value; interpolate the runs onto a grid they all cover")
+    if metric not in ("mean", "iqm"):
+        raise ValueError(f"unknown curve metric {metric!r}; known: mean, iqm")
+
+    def across_runs(batch: np.ndarray) -> np.ndarray:  # (R, runs, points) -> (R, points)
+        if metric == "mean":
+            return batch.mean(axis=1)
+        ordered = np.sort(batch, axis=1)
+        n = ordered.shape[1]
+        cut = int(0.25 * n)
+        return ordered[:, cut : n - cut, :].mean(axis=1)
+
+    value = across_runs(table[None, :, :])[0]
+    rng = np.random.default_rng(seed)
+    runs = table.shape[0]
+    chunk = max(1, _CHUNK_ELEMENTS // table.size)
+    parts = []
+    for done in range(0, reps, chunk):
+        picks = rng.integers(0, runs, size=(min(chunk, reps - done), runs))
+        parts.append(across_runs(table[picks]))
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(np.concatenate(parts, axis=0), [alpha, 1 - alpha], axis=0)
+    return value, low, high

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from palaestra.durable import write_atomically
+
 FILE_PREFIX = "openaigym"
 MANIFEST_PREFIX = f"{FILE_PREFIX}.manifest."
 MANIFEST_SUFFIX = ".manifest.json"
@@ -97,15 +99,15 @@ def json_default(obj: Any) -> Any:
 
 
 def atomic_write_json(path: str | os.PathLike[str], document: Any) -> None:
-    """Write ``document`` as JSON so that readers see the old file or the new one, never half.
+    """Write ``document`` as JSON so that readers see the old file or the new one, never half, and a
+    power loss after it returns keeps the new one (:func:`palaestra.durable.write_atomically`).
 
-    The temporary file is ``<path>~`` as in 2017, replaced over the target with ``os.replace``.
+    The temporary file is ``<path>~`` as in 2017, fsynced and replaced over the target with
+    ``os.replace``. Episodes are journaled, not rewritten (:mod:`.journal`), so this runs when a
+    Monitor starts and closes (and on every reset only with ``write_upon_reset=True``).
     """
-    path = os.fspath(path)
-    tmp = path + "~"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(document, f, default=json_default)
-    os.replace(tmp, path)
+    data = json.dumps(document, default=json_default).encode("utf-8")
+    write_atomically(path, lambda f: f.write(data))
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:

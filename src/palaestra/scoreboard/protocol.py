@@ -77,6 +77,10 @@ MAX_ARCHIVE_EXPANDED_BYTES = 1024 * 1024 * 1024
 #: Longest accepted strings.
 MAX_ID_LENGTH = 200
 MAX_TEXT_LENGTH = 10_000
+#: Deepest nesting of arrays and objects accepted in any JSON a client sends. The protocol's own
+#: documents are at most four deep; this leaves room for nested ``tags`` and stops the recursion
+#: that deeper documents cause in every JSON encoder and decoder downstream.
+MAX_JSON_DEPTH = 64
 
 #: Headers.
 AUTHORIZATION_HEADER = "Authorization"
@@ -334,10 +338,7 @@ def decode_tags(value: Any) -> Any:
     if isinstance(value, str):
         if len(value) > MAX_TEXT_LENGTH:
             raise ValueError(f"tags must be at most {MAX_TEXT_LENGTH} characters of JSON")
-        try:
-            value = json.loads(value)
-        except ValueError as e:
-            raise ValueError(f"tags must be a JSON-encoded object ({e})") from None
+        value = parse_json(value, "tags")  # a JSONInputError is a ValueError: a validation error
     if value is not None and not isinstance(value, dict):
         raise ValueError("tags must be a JSON object (a dict), e.g. '{\"lr\": 0.01}'")
     return value
@@ -405,12 +406,16 @@ class GroupObject(Response):
 
 
 class HealthObject(Response):
-    """``GET /v1/health``: the service answers and reaches its database."""
+    """``GET /v1/health``: the service answers, and its database and blob store each wrote and read
+    back a probe (else the answer is a 503 error document naming the part that failed, with the same
+    ``checks``)."""
 
     object: Literal["health"] = "health"
     status: Literal["ok"] = "ok"
     #: the database's schema revision (the newest migration)
     schema_revision: str
+    #: each part probed (``database``, ``blob_store``): ``"ok"`` or what went wrong
+    checks: dict[str, str] = Field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -534,22 +539,84 @@ def _error_field(loc: tuple[int | str, ...]) -> str:
     return str(loc[0]) if loc else NO_PARAM
 
 
-def loads_json(data: bytes | str) -> Any:
-    """Decode an upload: with orjson when it is installed (the server extra), else with json.
+class JSONInputError(ValueError):
+    """JSON that a client sent and that is malformed, nested too deep or holds NaN/Infinity."""
 
-    A document orjson refuses (NaN or Infinity, integers past 64 bits, bad JSON) goes to json, which
-    decodes the first two (they are then rejected field by field with a name) and words the error
-    of the last.
+
+def parse_json(
+    data: bytes | str, what: str, *, max_depth: int = MAX_JSON_DEPTH, allow_nan: bool = False
+) -> Any:
+    """Decode JSON that came from a client: every parse of client-supplied JSON goes through here.
+
+    Malformed input, nesting deeper than ``max_depth`` and (unless ``allow_nan``) NaN or Infinity
+    raise :class:`JSONInputError` whose message starts with ``what`` ("The request body", "tags"...).
+    Never ``RecursionError``: orjson stops at 1024 levels and the ``json`` fallback's recursion is
+    caught. orjson (the server extra) decodes; a document it refuses (NaN or Infinity, integers past
+    64 bits, bad JSON) goes to ``json``, which decodes the first two and words the error of the last.
     """
+    doc: Any = _NOTHING
     if orjson is not None:
         try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            if str(e).startswith("depth limit exceeded"):
+                raise JSONInputError(f"{what} is nested deeper than {max_depth} levels.") from None
+    if doc is _NOTHING:
+        try:
+            doc = (
+                json.loads(data)
+                if allow_nan
+                else json.loads(data, parse_constant=_refuse_constant, parse_float=_finite_float)
+            )
+        except RecursionError:
+            raise JSONInputError(f"{what} is nested deeper than {max_depth} levels.") from None
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, integers past 4300 digits
+            raise JSONInputError(f"{what} is not valid JSON: {e}") from None
+    if _deeper_than(doc, max_depth):
+        raise JSONInputError(f"{what} is nested deeper than {max_depth} levels.")
+    return doc
+
+
+_NOTHING = object()
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"{text[:40]} is too large for a double")
+    return value
+
+
+def _deeper_than(doc: Any, max_depth: int) -> bool:
+    """Whether ``doc`` nests arrays/objects more than ``max_depth`` deep (level by level, no recursion;
+    an array of numbers costs one C-level pass over its item types)."""
+    level = [doc] if isinstance(doc, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > max_depth:
+            return True
+        below: list[Any] = []
+        for node in level:
+            items = node.values() if isinstance(node, dict) else node
+            kinds = set(map(type, items))
+            if list in kinds or dict in kinds:
+                below.extend(item for item in items if isinstance(item, dict | list))
+        level = below
+    return False
+
+
+def loads_json(data: bytes | str) -> Any:
+    """Decode an episode batch (:func:`parse_json`; NaN and Infinity pass, to be refused field by
+    field with a name); :class:`EpisodeBatchError` if it is not JSON or nested too deep."""
     try:
-        return json.loads(data)
-    except ValueError as e:
-        raise EpisodeBatchError(f"episode batch is not valid JSON: {e}") from None
+        return parse_json(data, "episode batch", allow_nan=True)
+    except JSONInputError as e:
+        raise EpisodeBatchError(str(e)) from None
 
 
 def parse_episode_batch(
@@ -642,6 +709,7 @@ __all__ = [
     "IDEMPOTENCY_HEADER",
     "ID_PREFIX",
     "MAX_EPISODES",
+    "MAX_JSON_DEPTH",
     "MAX_VIDEOS",
     "NO_PARAM",
     "REQUEST_ID_HEADER",
@@ -663,6 +731,7 @@ __all__ = [
     "FileObject",
     "GroupObject",
     "HealthObject",
+    "JSONInputError",
     "ListPage",
     "ListParams",
     "Timestamp",
@@ -672,4 +741,5 @@ __all__ = [
     "WriteupURL",
     "check_writeup",
     "parse_episode_batch",
+    "parse_json",
 ]

@@ -120,8 +120,11 @@ def test_s3_store_with_presigned_post(
         ev = upload_evaluation(c, "CartPole-v1", make_batch(20), videos=video_archive(2, kind="mp4", seed=7))
         assert [v["episode_id"] for v in ev["videos"]] == [0, 1]
         keys = _bucket_keys(storage, env)
-        # the evaluation reads its batch from the upload in the bucket, enriched when read
-        assert any(k.endswith(f"files/{ev['training_episode_batch']}") for k in keys)
+        # the evaluation reads a copy of the upload that the server stored (the presigned form's key
+        # is the client's to write), enriched when read; the upload itself is gone
+        batch_id = ev["training_episode_batch"]
+        assert any(f"files/{batch_id}." in k for k in keys)
+        assert not any(k.endswith(f"uploads/{batch_id}") for k in keys)
         stored = httpx.get(f"{server.url}/evaluations/{ev['id']}/episode_batch.json").json()
         assert stored["env_id"] == "CartPole-v1" and len(stored["episode_rewards"]) == 20
         assert sum(k.endswith(".mp4") for k in keys) == 2

@@ -1,7 +1,7 @@
 """The FastAPI application of the scoreboard, and running it under uvicorn.
 
 ``create_app(config)`` builds the app, assembled in one place: the error answers
-(:mod:`.problems`), the ``/v1`` API (:mod:`.api`) and the web pages (:mod:`.web`). The database is
+(:mod:`.problems`), the body limits (:mod:`.body_limits`), the ``/v1`` API (:mod:`.api`) and the web pages (:mod:`.web`). The database is
 opened (and migrated) when the app starts.
 """
 
@@ -20,6 +20,7 @@ from fastapi.concurrency import run_in_threadpool
 
 from palaestra._version import __version__
 from palaestra.scoreboard.server import api, logs, problems, web
+from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
 from palaestra.scoreboard.server.ingest import warm_up
 from palaestra.scoreboard.server.state import ServerState, build_state
@@ -66,6 +67,7 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
         description="The 2017 OpenAI Gym scoreboard API (/v1), self-hosted.",
         lifespan=lifespan,
     )
+    app.add_middleware(BodyLimitMiddleware, config=cfg)  # inside the request-id middleware (install)
     problems.install(app)
     api.include(app)
     app.include_router(web.router)

@@ -19,7 +19,7 @@ from fastapi import Depends, Request
 from sqlalchemy.orm import Session
 
 from palaestra.errors import ConfigurationError
-from palaestra.scoreboard.server import limits
+from palaestra.scoreboard.server import rate_limits
 from palaestra.scoreboard.server.db import ApiKey, Database, User, utcnow
 from palaestra.scoreboard.server.deps import get_state, run_blocking
 from palaestra.scoreboard.server.ids import new_id
@@ -173,7 +173,7 @@ def _lookup_and_cache(state: ServerState, key: str) -> Principal | None:
 
 async def require_user(request: Request, state: ServerState = Depends(get_state)) -> Principal:
     """The caller's identity; 401 if the key is missing, unknown or revoked (429 once an address sent
-    too many of those: :mod:`.limits`).
+    too many of those: :mod:`.rate_limits`).
 
     ``async`` so that the usual case (a key seen within the last second) costs no thread hop.
     """
@@ -185,7 +185,7 @@ async def require_user(request: Request, state: ServerState = Depends(get_state)
         principal = await run_blocking(state, _lookup_and_cache, state, key)
     if principal is None:
         address = request.client.host if request.client else "an unknown address"
-        await run_blocking(state, limits.note_invalid_key, state, address)  # 429 after too many
+        await run_blocking(state, rate_limits.note_invalid_key, state, address)  # 429 after too many
         shown = key[:8] + "..." if len(key) > 8 else "..."
         raise Problem(
             401,

@@ -56,7 +56,7 @@ def score_run(state: ServerState, run_id: str) -> dict[str, Any] | None:
         if run is None:
             return None
         evaluations = session.execute(
-            sa.select(Evaluation.env_id, Evaluation.episode_batch_key)
+            sa.select(Evaluation.env_id, Evaluation.episode_batch_key, Evaluation.episode_batch_sha256)
             .where(Evaluation.benchmark_run_seq == run.seq)
             .order_by(Evaluation.seq)
         ).all()
@@ -65,8 +65,8 @@ def score_run(state: ServerState, run_id: str) -> dict[str, Any] | None:
         return None
     try:
         docs = [
-            (env_id, stored_batch_document(state.store.get_bytes(key), env_id))
-            for env_id, key in evaluations
+            (env_id, stored_batch_document(state.store.get_verified(key, sha256), env_id))
+            for env_id, key, sha256 in evaluations
             if env_id and key and env_id in benchmark.env_ids
         ]
         score = jsonable(score_benchmark_run(benchmark, docs))

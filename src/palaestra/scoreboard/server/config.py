@@ -48,7 +48,7 @@ ENV_LIMITS = {
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
-#: The rate limits' defaults (:mod:`.limits`): far above what one user uploading by hand or a
+#: The rate limits' defaults (:mod:`.rate_limits`): far above what one user uploading by hand or a
 #: benchmark run sends, low enough that a runaway script or a key-guessing client is stopped.
 DEFAULT_UPLOADS_PER_HOUR = 2000
 DEFAULT_MAX_PENDING_FILES = 200

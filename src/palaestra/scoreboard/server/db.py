@@ -132,8 +132,12 @@ class ServerSetting(Base):
 
 class FileRecord(Base):
     __tablename__ = "files"
-    #: the rate limits count a user's recent (and pending) files with it (:mod:`.limits`)
-    __table_args__ = (sa.Index("ix_files_user_created", "user_seq", "created"),)
+    #: gc finds expired pending files with the first; the rate limits count a user's recent (and
+    #: pending) files with the second (:mod:`.rate_limits`)
+    __table_args__ = (
+        sa.Index("ix_files_status_expires", "status", "expires"),
+        sa.Index("ix_files_user_created", "user_seq", "created"),
+    )
 
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(sa.String(40), unique=True)  # file_...
@@ -153,6 +157,8 @@ class FileRecord(Base):
     ingest: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     #: the evaluation that consumed this file (a file backs at most one evaluation)
     evaluation_id: Mapped[str | None] = mapped_column(sa.String(40), index=True, default=None)
+    #: sha256 hex of the stored episode batch (checked when it is read; NULL: not recorded)
+    sha256: Mapped[str | None] = mapped_column(sa.String(64), default=None)
 
 
 class Algorithm(Base):
@@ -224,6 +230,8 @@ class Evaluation(Base):
     training_video: Mapped[str | None] = mapped_column(sa.String(40), default=None)  # file id
     #: blob key of the enriched episode batch (uploaded keys + env_id + initial_reset_timestamp)
     episode_batch_key: Mapped[str | None] = mapped_column(sa.String(300), default=None)
+    #: sha256 hex of that blob, checked whenever it is read (NULL: stored before hashes were recorded)
+    episode_batch_sha256: Mapped[str | None] = mapped_column(sa.String(64), default=None)
     # -- "solved" statistics (palaestra.solved_stats.SolvedStats) and what they were scored against --
     trials: Mapped[int] = mapped_column(default=100)
     reward_threshold: Mapped[float | None] = mapped_column(sa.Float, default=None)
@@ -263,6 +271,7 @@ class EnvStats(Base):
 
 class IdempotencyKey(Base):
     __tablename__ = "idempotency_keys"
+    __table_args__ = (sa.Index("ix_idempotency_keys_created", "created"),)
 
     user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"), primary_key=True)
     key: Mapped[str] = mapped_column(sa.String(255), primary_key=True)

@@ -19,6 +19,7 @@ them like any other error (:mod:`palaestra.scoreboard.server.problems`).
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import json
@@ -264,6 +265,8 @@ def unpack_archive(archive: Path | BinaryIO, workdir: WorkDir, limits: ArchiveLi
                             shutil.copyfileobj(src, f, 1024 * 1024)
                         out[member.name] = Member(member.name, member.size, path=path)
     except (tarfile.TarError, EOFError, OSError, zlib.error) as e:
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+            raise  # the server's disk is full, not the archive broken: a 507 (server.problems)
         raise IngestError(
             f"The video upload is not a readable tar.gz archive ({e}); upload the archive that "
             "gym.upload / palaestra upload writes.",
@@ -274,9 +277,9 @@ def unpack_archive(archive: Path | BinaryIO, workdir: WorkDir, limits: ArchiveLi
 
 def _read_json(member: Member, what: str) -> Any:
     try:
-        return json.loads(member.read())
-    except (ValueError, UnicodeDecodeError) as e:
-        raise IngestError(f"{what} {member.name!r} is not valid JSON: {e}", "file") from None
+        return protocol.parse_json(member.read(), f"{what} {member.name!r}")
+    except protocol.JSONInputError as e:
+        raise IngestError(str(e), "file") from None
 
 
 def check_ansi_recording(member: Member) -> None:

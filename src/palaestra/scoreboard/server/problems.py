@@ -3,7 +3,7 @@
 Every non-2xx answer is JSON ``{"detail": ..., "type": ..., "status": ..., "request_id": ...}``
 (:class:`palaestra.scoreboard.protocol.ErrorBody`) with a ``request-id`` header; ``type`` names the
 offending parameter (the 2017 client shows it as ``InvalidRequestError.param``) or is
-``"about:blank"``. A handler raises :class:`Problem` (or ingest raises
+``"about:blank"``. A full disk or database is a 507 that says so (:func:`storage_full`). A handler raises :class:`Problem` (or ingest raises
 :class:`~palaestra.scoreboard.server.ingest.IngestError`); :func:`install` turns either into that
 answer, and so does every validation error and unexpected exception (:class:`RequestMiddleware`,
 which also writes each request's access line: :mod:`.logs`).
@@ -12,10 +12,12 @@ which also writes each request's access line: :mod:`.logs`).
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import time
 from typing import Any
 
+import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -43,7 +45,37 @@ TITLES = {
     429: "Too Many Requests",
     500: "Internal Server Error",
     503: "Service Unavailable",
+    507: "Insufficient Storage",
 }
+
+#: errno values of a full disk (or a full quota), as writes of blobs and temporary files raise them
+STORAGE_FULL_ERRNOS = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+#: SQLSTATE of PostgreSQL's disk_full
+_PG_DISK_FULL = "53100"
+
+
+def storage_full(exc: BaseException) -> str | None:
+    """Which storage ``exc`` (or an exception it wraps) says is full: ``"disk"`` (a blob or temporary
+    file could not be written), ``"database"`` (SQLite's "database or disk is full", PostgreSQL's
+    disk_full), or ``None`` if it is some other failure."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in STORAGE_FULL_ERRNOS:
+            return "disk"
+        if "database or disk is full" in str(current) or getattr(current, "sqlstate", None) == _PG_DISK_FULL:
+            return "database"
+        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
+    return None
+
+
+def storage_full_detail(which: str) -> str:
+    where = "its database's disk" if which == "database" else "its disk for uploads"
+    return (
+        f"The server's storage is full ({where} has no space left): nothing of this request was stored. "
+        "Retrying will not help until the server's operator makes room."
+    )
 
 
 class Problem(Exception):
@@ -64,6 +96,21 @@ def request_id(request: Request) -> str:
     return str(rid) if rid else ""
 
 
+def problem_body(request: Request, status: int, detail: str, param: str = NO_PARAM) -> dict[str, Any]:
+    """The error document (:class:`~palaestra.scoreboard.protocol.ErrorBody`) of an answer."""
+    return _problem_body(status, detail, request_id(request), param)
+
+
+def _problem_body(status: int, detail: str, rid: str, param: str = NO_PARAM) -> dict[str, Any]:
+    return {
+        "detail": detail,
+        "type": param,
+        "status": status,
+        "title": TITLES.get(status, "Error"),
+        "request_id": rid or None,
+    }
+
+
 def error_response(
     request: Request, status: int, detail: str, param: str = NO_PARAM, headers: dict[str, str] | None = None
 ) -> JSONResponse:
@@ -73,14 +120,7 @@ def error_response(
 def _problem_response(
     status: int, detail: str, rid: str, param: str = NO_PARAM, headers: dict[str, str] | None = None
 ) -> JSONResponse:
-    body = {
-        "detail": detail,
-        "type": param,
-        "status": status,
-        "title": TITLES.get(status, "Error"),
-        "request_id": rid or None,
-    }
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(_problem_body(status, detail, rid, param), status_code=status, headers=headers)
 
 
 def _validation_detail(exc: RequestValidationError) -> tuple[str, str]:
@@ -128,6 +168,20 @@ def install(app: FastAPI) -> None:
         if exc.status_code == 405:
             detail = f"{request.method} is not allowed on {request.url.path} (see /openapi.json)."
         return error_response(request, exc.status_code, detail, headers=getattr(exc, "headers", None))
+
+    async def _storage_fault(request: Request, exc: Exception) -> JSONResponse:
+        """507 for a full disk or database; any other fault goes on to :class:`RequestMiddleware` (a 500, logged once)."""
+        which = storage_full(exc)
+        if which is None:
+            raise exc
+        # one line, no traceback: the cause is known, and a full disk fails every request alike
+        logger.error(
+            "Storage full (%s) in %s %s (%s): %s", which, request.method, request.url.path, request_id(request), exc
+        )
+        return error_response(request, 507, storage_full_detail(which))
+
+    app.add_exception_handler(OSError, _storage_fault)
+    app.add_exception_handler(sa.exc.DBAPIError, _storage_fault)
 
     app.add_middleware(RequestMiddleware)
 

@@ -177,6 +177,8 @@ class EvaluationRecord:
     created: datetime | None
     #: blob key of the uploaded episode batch (None without one)
     episode_batch_key: str | None
+    #: its sha256, checked when it is read (None: not recorded)
+    episode_batch_sha256: str | None = None
 
     @classmethod
     def of(
@@ -201,6 +203,7 @@ class EvaluationRecord:
             videos=stored_videos(evaluation.videos),
             created=evaluation.created,
             episode_batch_key=evaluation.episode_batch_key,
+            episode_batch_sha256=evaluation.episode_batch_sha256,
         )
 
     def to_object(self, base_url: str) -> protocol.EvaluationObject:

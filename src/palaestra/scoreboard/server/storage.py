@@ -9,20 +9,38 @@ variables (``AWS_ENDPOINT_URL_S3``, ``AWS_ENDPOINT_URL``); credentials from the 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
+from palaestra.durable import write_atomically
 from palaestra.errors import ConfigurationError
 
 
 class BlobNotFound(LookupError):
     """No blob under that key."""
+
+
+class BlobDamaged(Exception):
+    """A blob whose bytes no longer match the sha256 recorded when it was stored."""
+
+    def __init__(self, key: str, expected: str, found: str) -> None:
+        super().__init__(
+            f"The stored blob {key} does not match the sha256 recorded when it was stored "
+            f"({expected[:16]}..., now {found[:16]}...): it was changed or damaged in the store."
+        )
+        self.key = key
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def check_key(key: str) -> str:
@@ -49,6 +67,14 @@ class BlobStore(ABC):
     @abstractmethod
     def get_bytes(self, key: str) -> bytes:
         """The blob's bytes; :class:`BlobNotFound` if there is none."""
+
+    def get_verified(self, key: str, sha256: str | None) -> bytes:
+        """The blob's bytes, checked against the ``sha256`` recorded when it was stored (``None``:
+        none was recorded); :class:`BlobDamaged` if they differ, :class:`BlobNotFound` if it is gone."""
+        data = self.get_bytes(key)
+        if sha256 is not None and (found := sha256_of(data)) != sha256:
+            raise BlobDamaged(key, sha256, found)
+        return data
 
     @abstractmethod
     def download(self, key: str, dest: str | os.PathLike[str]) -> None:
@@ -118,18 +144,21 @@ class FileStore(BlobStore):
         return self._tmp / uuid.uuid4().hex
 
     def put_file(self, key: str, source: str | os.PathLike[str]) -> None:
-        target = self.path(key)
-        self._mkdir(target.parent)
-        tmp = self._tmp_file()
-        shutil.copyfile(source, tmp)
-        os.replace(tmp, target)
+        def copy(f: BinaryIO) -> None:
+            with open(source, "rb") as src:
+                shutil.copyfileobj(src, f, 1024 * 1024)
+
+        self._put(key, copy)
 
     def put_bytes(self, key: str, data: bytes) -> None:
+        self._put(key, lambda f: f.write(data))
+
+    def _put(self, key: str, write: Callable[[BinaryIO], object]) -> None:
+        """Written to ``.tmp/``, fsynced, renamed into place: a failed write (a full disk) leaves no
+        temporary file, and a stored blob survives a power loss."""
         target = self.path(key)
         self._mkdir(target.parent)
-        tmp = self._tmp_file()
-        tmp.write_bytes(data)
-        os.replace(tmp, target)
+        write_atomically(target, write, tmp=self._tmp_file())
 
     def get_bytes(self, key: str) -> bytes:
         try:

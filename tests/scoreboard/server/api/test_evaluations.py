@@ -102,7 +102,7 @@ def test_stored_batch_is_the_enriched_2017_document(scoreboard_server: Scoreboar
     assert doc["episode_rewards"] == make_batch(4)["episode_rewards"]
 
 
-def test_a_corrupt_stored_batch_is_a_404_and_the_page_still_renders(scoreboard_server: ScoreboardServer) -> None:
+def test_a_corrupt_stored_batch_is_refused_and_the_page_still_renders(scoreboard_server: ScoreboardServer) -> None:
     with scoreboard_server.client() as c:
         ev = upload_evaluation(c, "Acrobot-v1", make_batch(6))
     blob = Path(scoreboard_server.data_dir) / "blobs" / "files"
@@ -110,9 +110,9 @@ def test_a_corrupt_stored_batch_is_a_404_and_the_page_still_renders(scoreboard_s
     original = stored.read_bytes()
     stored.write_bytes(b"{not json")
     try:
-        download = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episode_batch.json")
-        assert download.status_code == 404
-        assert httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episodes.csv").status_code == 404
+        for download in ("episode_batch.json", "episodes.csv"):  # its sha256 no longer matches
+            r = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/{download}")
+            assert r.status_code == 500 and "not the one it was scored on" in r.text
         page = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}")  # falls back to the stored curves
         assert page.status_code == 200 and ev["id"] in page.text
     finally:

@@ -3,7 +3,7 @@ that names an algorithm by an id or name the user does not have creates one of t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
-from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State
+from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.db import Algorithm, User, from_row
@@ -73,7 +73,10 @@ def resolve_algorithm(
 
 @router.post("", status_code=201, response_model=protocol.AlgorithmObject)
 def create_algorithm(
-    body: protocol.AlgorithmCreate, request: Request, principal: CurrentUser, state: State
+    body: Annotated[protocol.AlgorithmCreate, json_body(protocol.AlgorithmCreate)],
+    request: Request,
+    principal: CurrentUser,
+    state: State,
 ) -> Response:
     """Create an algorithm (its name is unique per user)."""
     base = base_url(state, request)

@@ -4,7 +4,7 @@ Any ``benchmark_id`` is accepted (the 2017 client checks ids itself)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
@@ -15,7 +15,7 @@ from palaestra.scoreboard.protocol import NO_PARAM
 from palaestra.scoreboard.server import benchmarking
 from palaestra.scoreboard.server.api.algorithms import resolve_algorithm
 from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
-from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State
+from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User, utcnow
@@ -77,7 +77,10 @@ def _answer_run(state: ServerState, request: Request, run_id: str) -> Response:
 
 @router.post("", status_code=201, response_model=protocol.BenchmarkRunObject)
 def create_benchmark_run(
-    body: protocol.BenchmarkRunCreate, request: Request, principal: CurrentUser, state: State
+    body: Annotated[protocol.BenchmarkRunCreate, json_body(protocol.BenchmarkRunCreate)],
+    request: Request,
+    principal: CurrentUser,
+    state: State,
 ) -> Response:
     """Start a benchmark run (any ``benchmark_id``; ``tags`` as a JSON string, as the 2017 client sends)."""
     base = base_url(state, request)
@@ -127,7 +130,11 @@ def list_benchmark_runs(request: Request, state: State, asked: ListQuery) -> Res
 
 @router.post("/{run_id}", response_model=protocol.BenchmarkRunObject)
 def update_benchmark_run(
-    run_id: str, body: protocol.BenchmarkRunUpdate, request: Request, principal: CurrentUser, state: State
+    run_id: str,
+    body: Annotated[protocol.BenchmarkRunUpdate, json_body(protocol.BenchmarkRunUpdate)],
+    request: Request,
+    principal: CurrentUser,
+    state: State,
 ) -> Response:
     """Change a run's algorithm or tags (the 2017 ``save()``)."""
     with state.db.write() as session:

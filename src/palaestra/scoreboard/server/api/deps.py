@@ -2,17 +2,21 @@
 
 - :data:`State`: the app's :class:`~palaestra.scoreboard.server.state.ServerState`;
 - :data:`CurrentUser`: the caller, authenticated by API key (401 otherwise; 429 after too many invalid keys);
+- :func:`json_body`: a route's JSON body as its protocol model, read only once the caller is
+  authenticated, within :data:`~palaestra.scoreboard.server.body_limits.MAX_JSON_BODY_BYTES`, and parsed
+  by :func:`palaestra.scoreboard.protocol.parse_json` (400 for malformed or too deep JSON);
 - :data:`ListQuery`: a list endpoint's ``limit``/``starting_after`` and filters, also sent the 2017
   way (the raw JSON object as the query string).
 """
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 from urllib.parse import parse_qsl, unquote
 
 from fastapi import Depends, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server.auth import Principal, require_user
@@ -20,10 +24,38 @@ from palaestra.scoreboard.server.deps import get_state
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.state import ServerState
 
-__all__ = ["CurrentUser", "ListQuery", "ListRequest", "State", "query_params"]
+__all__ = ["CurrentUser", "ListQuery", "ListRequest", "State", "json_body", "query_params"]
 
 State = Annotated[ServerState, Depends(get_state)]
 CurrentUser = Annotated[Principal, Depends(require_user)]
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def json_body(model: type[_Model]) -> Any:
+    """The dependency of a route's JSON body, as ``model``: ``body: Annotated[Model, json_body(Model)]``.
+
+    FastAPI reads and decodes a declared body before any dependency runs, so an anonymous client
+    could make the server read and parse whatever it sends; this reads the body only after the caller
+    is authenticated (:data:`CurrentUser`, which the route shares), at most
+    :data:`~palaestra.scoreboard.server.body_limits.MAX_JSON_BODY_BYTES` (413 beyond), and decodes it
+    with :func:`palaestra.scoreboard.protocol.parse_json` (400 if it is malformed or too deep).
+    """
+
+    async def parse(request: Request, principal: CurrentUser) -> _Model:
+        data = await request.body()
+        try:
+            doc = protocol.parse_json(data, "The request body") if data.strip() else None
+        except protocol.JSONInputError as e:
+            raise Problem(400, str(e)) from None
+        if not isinstance(doc, dict):
+            raise Problem(400, "The request body must be a JSON object.")
+        try:
+            return model.model_validate(doc)
+        except ValidationError as e:
+            raise RequestValidationError(e.errors(include_url=False)) from None
+
+    return Depends(parse)
 
 
 def query_params(request: Request) -> dict[str, Any]:
@@ -34,10 +66,10 @@ def query_params(request: Request) -> dict[str, Any]:
     text = unquote(raw) if raw[:3].upper() == "%7B" or raw.startswith("{") else raw
     if text.startswith("{"):
         try:
-            doc = json.loads(text)
-        except ValueError:
+            doc = protocol.parse_json(text, "The JSON query string")
+        except protocol.JSONInputError as e:
             raise Problem(
-                400, f"The query string is neither key=value pairs nor a JSON object: {text[:100]!r}"
+                400, f"{e} A query string is key=value pairs or a JSON object: {text[:100]!r}"
             ) from None
         if not isinstance(doc, dict):
             raise Problem(400, "A JSON query string must be an object.")

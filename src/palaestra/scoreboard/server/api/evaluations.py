@@ -14,8 +14,9 @@ Answers render :class:`~palaestra.scoreboard.server.records.EvaluationRecord`, a
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
@@ -27,7 +28,7 @@ from palaestra.scoreboard.server import benchmarking
 from palaestra.scoreboard.server.api.algorithms import find_algorithm, resolve_algorithm
 from palaestra.scoreboard.server.api.benchmark_runs import own_run
 from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
-from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State
+from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.files import load_files, own_file
 from palaestra.scoreboard.server.api.idempotency import REPLAYED_HEADER, Idempotency
 from palaestra.scoreboard.server.api.uploads import ingest_remote
@@ -60,11 +61,12 @@ from palaestra.scoreboard.server.records import (
     evaluation_select,
 )
 from palaestra.scoreboard.server.state import ServerState
-from palaestra.scoreboard.server.storage import BlobNotFound, FileStore
+from palaestra.scoreboard.server.storage import BlobDamaged, BlobNotFound, FileStore
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
+logger = logging.getLogger("palaestra.scoreboard.api")
 
 _INSERT_EVALUATION = sa.insert(Evaluation)
 _CLAIM_FILES = (
@@ -118,7 +120,10 @@ def list_evaluations(request: Request, state: State, asked: ListQuery) -> Respon
 
 @router.post("", status_code=201, response_model=protocol.EvaluationObject)
 async def create_evaluation(
-    body: protocol.EvaluationCreate, request: Request, principal: CurrentUser, state: State
+    body: Annotated[protocol.EvaluationCreate, json_body(protocol.EvaluationCreate)],
+    request: Request,
+    principal: CurrentUser,
+    state: State,
 ) -> Response:
     """Create an evaluation from uploaded files; scored on ingest; atomic."""
     return await run_blocking(state, _create_evaluation, body, request, principal, state)
@@ -136,7 +141,32 @@ def _create_evaluation(
         return stored  # before any work: a retried request finds its evaluation made
     refs = _check_references(state, principal, body)
     _check_benchmark_env(body.env, refs)
-    content = _read_content(state, refs)
+    content = _Content()
+    try:
+        response = _score_and_insert(state, request, principal, body, idempotency, refs, content)
+    except BaseException:
+        _delete_quietly(state, content.stored_keys)  # copies no evaluation references
+        raise
+    if response.headers.get(REPLAYED_HEADER):  # a twin of this request made the evaluation
+        _delete_quietly(state, content.stored_keys)
+    else:
+        # what the client uploaded straight to the store was copied; the copies are what count
+        _delete_quietly(state, content.uploaded_keys)
+        if refs.run is not None:
+            benchmarking.score_run(state, refs.run.id)
+    return response
+
+
+def _score_and_insert(
+    state: ServerState,
+    request: Request,
+    principal: Principal,
+    body: protocol.EvaluationCreate,
+    idempotency: Idempotency,
+    refs: _References,
+    content: _Content,
+) -> Response:
+    _read_content(state, refs, content)
     if content.batch is None or not content.batch.episode_lengths:
         raise Problem(
             400,
@@ -144,14 +174,20 @@ def _create_evaluation(
             f"of the {body.env} run (purpose 'episode_batch') and pass the file as {BATCH}.",
             BATCH,
         )
-    scored = _score(body.env, body.gym_version, refs, content)
+    scored = _score(body.env or "", body.gym_version, refs, content)
     new = _NewEvaluation(
         new_id("evaluation"), body, principal, refs, content, scored, base_url(state, request)
     )
-    response = idempotency.create(state.db, lambda session: _insert(state, session, new))
-    if refs.run is not None and not response.headers.get(REPLAYED_HEADER):
-        benchmarking.score_run(state, refs.run.id)
-    return response
+    return idempotency.create(state.db, lambda session: _insert(state, session, new))
+
+
+def _delete_quietly(state: ServerState, keys: list[str]) -> None:
+    """Remove blobs that nothing references; one that stays is left for ``palaestra server gc``."""
+    for key in keys:
+        try:
+            state.store.delete(key)
+        except Exception as e:
+            logger.warning("Could not delete the unreferenced blob %s (%s); gc will", key, e)
 
 
 @dataclass
@@ -264,41 +300,55 @@ class _Content:
     """The episodes and videos an evaluation is made of."""
 
     batch: EpisodeBatch | None = None
+    #: the stored batch the evaluation references, and its sha256
+    batch_key: str | None = None
+    batch_sha256: str | None = None
     videos: list[StoredVideo] = field(default_factory=list)
     #: the columns of the files validated just now (uploaded straight to the store)
     file_updates: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: blobs stored for this request (copies of what was uploaded straight to the store)
+    stored_keys: list[str] = field(default_factory=list)
+    #: where those uploads landed: the client's to write, so never referenced, and removed once copied
+    uploaded_keys: list[str] = field(default_factory=list)
 
 
-def _read_content(state: ServerState, refs: _References) -> _Content:
-    content = _Content()
+def _read_content(state: ServerState, refs: _References, content: _Content) -> None:
     for record, param in ((refs.batch, BATCH), (refs.video, VIDEO)):
         if record is not None and record.status != "uploaded":
-            remote = ingest_remote(state, record, param)
+            assert record.storage_key is not None
+            remote = ingest_remote(state, record, param, content.stored_keys)
+            content.uploaded_keys.append(record.storage_key)
             content.file_updates[record.id] = {
                 "ingest": remote.ingest,
                 "size": record.size,
                 "status": "uploaded",
+                "storage_key": remote.storage_key,
+                "sha256": remote.sha256,
             }
             if record is refs.batch:
                 content.batch = remote.batch
+                content.batch_key, content.batch_sha256 = remote.storage_key, remote.sha256
             else:
                 content.videos = remote.videos
     if refs.batch is not None and content.batch is None:
         content.batch = _stored_batch(state, refs.batch)
+        content.batch_key, content.batch_sha256 = refs.batch.storage_key, refs.batch.sha256
     if refs.video is not None and refs.video.id not in content.file_updates:
         content.videos = [StoredVideo.from_stored(v) for v in (refs.video.ingest or {}).get("videos", [])]
-    return content
 
 
 def _stored_batch(state: ServerState, record: FileRecord) -> EpisodeBatch:
-    """The batch of an uploaded file, as validated when it arrived."""
+    """The batch of an uploaded file, as validated when it arrived (its sha256 checked)."""
     assert record.storage_key is not None
     try:
-        return read_validated_batch(state.store.get_bytes(record.storage_key))
+        return read_validated_batch(state.store.get_verified(record.storage_key, record.sha256))
     except BlobNotFound:
         raise Problem(
             400, f"The content of {record.id} is missing from the store; upload it again.", BATCH
         ) from None
+    except BlobDamaged as e:
+        logger.error("%s (file %s)", e, record.id)
+        raise Problem(400, f"The stored content of {record.id} is damaged ({e}); upload it again.", BATCH) from None
     except IngestError as e:
         raise e.about(BATCH) from None
 
@@ -356,7 +406,8 @@ def _insert(
         "training_episode_batch": new.body.training_episode_batch,
         "training_video": new.body.training_video,
         # the uploaded batch; readers add env_id and the first reset time (ingest.stored_batch_document)
-        "episode_batch_key": refs.batch.storage_key if refs.batch else None,
+        "episode_batch_key": new.content.batch_key,
+        "episode_batch_sha256": new.content.batch_sha256,
         "videos": [v.stored() for v in new.content.videos],
         "benchmark_score": new.scores.benchmark_score,
         "graph_stats": new.scores.graph_stats,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from datetime import timedelta
-from typing import cast
+from typing import Annotated, cast
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
@@ -14,9 +14,9 @@ from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import NO_PARAM
-from palaestra.scoreboard.server import limits
+from palaestra.scoreboard.server import rate_limits
 from palaestra.scoreboard.server.api.common import answer, base_url, not_found, page
-from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State
+from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.db import FileRecord, from_row, snapshot, utcnow
@@ -28,6 +28,9 @@ from palaestra.scoreboard.server.storage import FileStore
 __all__ = ["file_object", "load_file", "load_files", "own_file", "router"]
 
 router = APIRouter(prefix="/files", tags=["files"])
+
+#: The key prefix of bytes uploaded straight to the store (S3 presigned POSTs).
+UPLOADED_PREFIX = "uploads/"
 
 _FILES = FileRecord.__table__
 _FILE_BY_ID = sa.select(_FILES).where(_FILES.c.id == sa.bindparam("file_id"))
@@ -90,7 +93,10 @@ def own_file(
 
 @router.post("", status_code=201, response_model=protocol.FileObject)
 async def create_file(
-    body: protocol.FileCreate, request: Request, principal: CurrentUser, state: State
+    body: Annotated[protocol.FileCreate, json_body(protocol.FileCreate)],
+    request: Request,
+    principal: CurrentUser,
+    state: State,
 ) -> Response:
     """Create a file and a signed, expiring, single-use upload form (``post_url`` + ``post_fields``)."""
     return await run_blocking(state, _create_file, body, request, principal, state)
@@ -99,7 +105,7 @@ async def create_file(
 def _create_file(
     body: protocol.FileCreate, request: Request, principal: Principal, state: ServerState
 ) -> Response:
-    limits.check_new_file(state, principal.user_seq)
+    rate_limits.check_new_file(state, principal.user_seq)
     file_id = new_id("file")
     now = utcnow()
     values = {
@@ -110,7 +116,9 @@ def _create_file(
         "status": "pending",
         "max_bytes": state.config.max_upload_bytes(body.purpose),
         "expires": now + timedelta(seconds=state.config.upload_ttl_s),
-        "storage_key": None if isinstance(state.store, FileStore) else f"files/{file_id}",
+        # where a presigned POST puts the bytes: the client's to write until the form expires, so an
+        # evaluation never references it (api.uploads.ingest_remote stores a copy of its own)
+        "storage_key": None if isinstance(state.store, FileStore) else f"{UPLOADED_PREFIX}{file_id}",
         "created": now,
     }
     # Built before the write: on SQLite, writers queue for one lock, so the less happens while it is

@@ -1,23 +1,83 @@
-"""``GET /v1/health``: liveness, for load balancers and ``palaestra demo``."""
+"""``GET /v1/health``: for load balancers and ``palaestra demo``. 200 when the database and the blob
+store both pass a probe (a small write read back), else 503 naming the part that failed."""
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
+from collections.abc import Callable
+
 import sqlalchemy as sa
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
+from fastapi.responses import JSONResponse
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server import migrate
 from palaestra.scoreboard.server.api.common import answer
 from palaestra.scoreboard.server.api.deps import State
+from palaestra.scoreboard.server.db import ServerSetting, utcnow
+from palaestra.scoreboard.server.problems import problem_body, storage_full, storage_full_detail
+from palaestra.scoreboard.server.state import ServerState
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["service"])
+logger = logging.getLogger("palaestra.scoreboard")
+
+#: The ``server_settings`` row and the blob each process writes and reads back.
+PROBE_SETTING = "health_probe"
+PROBE_KEY = f".health/{socket.gethostname()}-{os.getpid()}"
+
+_UPDATE_PROBE = sa.update(ServerSetting).where(ServerSetting.key == PROBE_SETTING).values(value=sa.bindparam("value"))
+_INSERT_PROBE = sa.insert(ServerSetting).values(key=PROBE_SETTING, value=sa.bindparam("value"))
+_READ_PROBE = sa.select(ServerSetting.value).where(ServerSetting.key == PROBE_SETTING)
 
 
 @router.get("/health", response_model=protocol.HealthObject)
-def health(state: State) -> Response:
-    """Answers when the database is reachable."""
-    with state.db.read() as session:
-        session.execute(sa.text("SELECT 1"))
-    return answer(protocol.HealthObject(schema_revision=migrate.SCHEMA_HEAD))
+def health(request: Request, state: State) -> Response:
+    """200 when the database and the blob store each write and read back a probe; 503 otherwise."""
+    checks = {"database": _check(_probe_database, state), "blob_store": _check(_probe_store, state)}
+    failed = {part: problem for part, problem in checks.items() if problem != "ok"}
+    if not failed:
+        return answer(protocol.HealthObject(schema_revision=migrate.SCHEMA_HEAD, checks=checks))
+    names = {"database": "the database", "blob_store": "the blob store"}
+    detail = "Unhealthy: " + "; ".join(f"{names[part]} failed its probe ({why})" for part, why in failed.items())
+    body = {**problem_body(request, 503, detail + "."), "checks": checks}
+    return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
+
+
+def _check(probe: Callable[[ServerState], None], state: ServerState) -> str:
+    """``"ok"`` or what went wrong, in one line: a failed probe is logged without a traceback."""
+    try:
+        probe(state)
+    except Exception as e:
+        which = storage_full(e)
+        problem = storage_full_detail(which) if which else f"{type(e).__name__}: {_first_line(e)}"
+        logger.warning("Health probe of %s failed: %s", probe.__name__.removeprefix("_probe_"), problem)
+        return problem
+    return "ok"
+
+
+def _probe_database(state: ServerState) -> None:
+    value = utcnow().isoformat()
+    if not state.db.write_one(_UPDATE_PROBE, {"value": value}):
+        try:
+            state.db.write_one(_INSERT_PROBE, {"value": value})
+        except sa.exc.IntegrityError:  # another process inserted it first
+            state.db.write_one(_UPDATE_PROBE, {"value": value})
+    with state.db.connect() as conn:
+        if conn.scalar(_READ_PROBE) is None:
+            raise RuntimeError("the probe row written was not read back")
+
+
+def _probe_store(state: ServerState) -> None:
+    data = utcnow().isoformat().encode()
+    state.store.put_bytes(PROBE_KEY, data)
+    if state.store.get_bytes(PROBE_KEY) != data:
+        raise RuntimeError("the probe blob read back differs from the one written")
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip().splitlines()
+    return text[0][:300] if text else "no message"

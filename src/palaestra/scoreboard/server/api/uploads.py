@@ -25,6 +25,7 @@ from palaestra.scoreboard.protocol import EpisodeBatch
 from palaestra.scoreboard.server.api.common import not_found
 from palaestra.scoreboard.server.api.deps import State
 from palaestra.scoreboard.server.api.files import load_file
+from palaestra.scoreboard.server.body_limits import FORM_OVERHEAD_BYTES
 from palaestra.scoreboard.server.db import FileRecord, utcnow
 from palaestra.scoreboard.server.deps import run_blocking
 from palaestra.scoreboard.server.ingest import (
@@ -37,14 +38,12 @@ from palaestra.scoreboard.server.ingest import (
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import StoredVideo
 from palaestra.scoreboard.server.state import ServerState
-from palaestra.scoreboard.server.storage import BlobNotFound
+from palaestra.scoreboard.server.storage import BlobNotFound, sha256_of
 
 __all__ = ["RemoteFile", "ingest_remote", "router", "store_videos"]
 
 router = APIRouter(prefix="/uploads", tags=["files"])
 
-#: Room for the multipart framing and form fields around an upload's bytes.
-FORM_OVERHEAD_BYTES = 64 * 1024
 #: Uploads up to this size are ingested on the event loop when the service is all local.
 INLINE_MAX_BYTES = 1024 * 1024
 
@@ -57,6 +56,7 @@ _MARK_UPLOADED = (
         size=sa.bindparam("size"),
         uploaded=sa.bindparam("uploaded"),
         ingest=sa.bindparam("ingest"),
+        sha256=sa.bindparam("sha256"),
     )
 )
 
@@ -172,13 +172,14 @@ def _accept_upload(state: ServerState, record: FileRecord, part: UploadFile) -> 
     try:
         part.file.seek(0)
         store = _store_batch if record.purpose == "episode_batch" else _store_archive
-        storage_key, size, ingest = store(state, record, part, attempt, stored_keys)
+        stored = store(state, record, part, attempt, stored_keys)
         marked = {
             "file_id": record.id,
-            "storage_key": storage_key,
-            "size": size,
+            "storage_key": stored.key,
+            "size": stored.size,
             "uploaded": utcnow(),
-            "ingest": ingest,
+            "ingest": stored.ingest,
+            "sha256": stored.sha256,
         }
         if not state.db.write_one(_MARK_UPLOADED, marked):
             raise Problem(409, f"The upload URL of {record.id} was already used.", "file")
@@ -188,13 +189,21 @@ def _accept_upload(state: ServerState, record: FileRecord, part: UploadFile) -> 
         raise
 
 
-_Stored = tuple[str | None, int, dict[str, Any]]
+@dataclass
+class _Stored:
+    """What an upload left in the store: its key (None: an archive, kept as its videos), its size,
+    its ingest document and (an episode batch) the sha256 of the bytes stored."""
+
+    key: str | None
+    size: int
+    ingest: dict[str, Any]
+    sha256: str | None = None
 
 
 def _store_batch(
     state: ServerState, record: FileRecord, part: UploadFile, attempt: str, stored_keys: list[str]
 ) -> _Stored:
-    """An episode batch, validated, stored as it came: ``(its key, its size, its ingest document)``."""
+    """An episode batch, validated, stored as it came."""
     data = part.file.read(record.max_bytes + 1)
     if len(data) > record.max_bytes:
         raise _too_large(record)
@@ -202,7 +211,7 @@ def _store_batch(
     key = f"files/{attempt}"
     state.store.put_bytes(key, data)
     stored_keys.append(key)
-    return key, len(data), ingest
+    return _Stored(key, len(data), ingest, sha256_of(data))
 
 
 def _store_archive(
@@ -217,7 +226,7 @@ def _store_archive(
         raise _too_large(record)
     part.file.seek(0)
     videos = store_videos(state, part.file, f"videos/{attempt}", stored_keys)
-    return None, size, _videos_ingest(videos)
+    return _Stored(None, size, _videos_ingest(videos))
 
 
 def _batch_ingest(data: bytes, max_bytes: int) -> tuple[dict[str, Any], EpisodeBatch]:
@@ -256,25 +265,38 @@ def store_videos(state: ServerState, archive: Any, prefix: str, stored_keys: lis
 
 @dataclass
 class RemoteFile:
-    """A file uploaded straight to the store, validated: its ``ingest`` document and its content."""
+    """A file uploaded straight to the store, validated: its ``ingest`` document and its content,
+    and (an episode batch) the key and sha256 of the copy the server stored of it."""
 
     ingest: dict[str, Any]
     batch: EpisodeBatch | None = None
     videos: list[StoredVideo] = field(default_factory=list)
+    storage_key: str | None = None
+    sha256: str | None = None
 
 
-def ingest_remote(state: ServerState, record: FileRecord, param: str) -> RemoteFile:
+def ingest_remote(state: ServerState, record: FileRecord, param: str, stored_keys: list[str]) -> RemoteFile:
     """Validate a file the server has not seen yet (uploaded straight to S3 with a presigned POST);
-    what is wrong is blamed on ``param``, the request parameter that named the file."""
+    what is wrong is blamed on ``param``, the request parameter that named the file.
+
+    The presigned form stays valid until it expires and its key is the client's to write, so what is
+    kept is a copy under a key of the server's own (each key stored is added to ``stored_keys``): the
+    bytes validated here are the bytes stored, and a later POST of the form changes nothing scored.
+    """
     assert record.storage_key is not None
+    attempt = f"{record.id}.{uuid.uuid4().hex[:12]}"
     try:
         if record.purpose == "episode_batch":
-            ingest, batch = _batch_ingest(state.store.get_bytes(record.storage_key), record.max_bytes)
-            return RemoteFile(ingest, batch=batch)
+            data = state.store.get_bytes(record.storage_key)
+            ingest, batch = _batch_ingest(data, record.max_bytes)
+            key = f"files/{attempt}"
+            state.store.put_bytes(key, data)
+            stored_keys.append(key)
+            return RemoteFile(ingest, batch=batch, storage_key=key, sha256=sha256_of(data))
         with tempfile.TemporaryDirectory(prefix="palaestra-ingest-") as tmp:
             local = Path(tmp) / "upload"
             state.store.download(record.storage_key, local)
-            videos = store_videos(state, local, f"videos/{record.id}.ingest", [])
+            videos = store_videos(state, local, f"videos/{attempt}", stored_keys)
         return RemoteFile(_videos_ingest(videos), videos=videos)
     except BlobNotFound:
         raise Problem(400, f"File {record.id} has no content yet.", param) from None

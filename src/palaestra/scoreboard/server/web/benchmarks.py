@@ -3,13 +3,18 @@
 Benchmark definitions come from :mod:`palaestra.benchmarks` (benchmarks that have runs but no
 definition here are listed too). A run's scores are what the server stored on ingest
 (``benchmark_runs.score``: :func:`palaestra.benchmarks.runs.score_benchmark_run`'s dict, with
-per-task trial scores and IQM/mean bootstrap intervals). The benchmark page adds per-algorithm
-aggregates: the trial scores of every run of an algorithm pooled per task, with
-:func:`palaestra.benchmarks.statistics.interval_estimates` (cached, since stored runs never change).
+per-task trial scores and IQM/mean bootstrap intervals). The benchmark page adds, per algorithm
+(the trial scores of all its runs pooled per task), rliable's set from
+:mod:`palaestra.benchmarks.statistics`: per-task scores, IQM / mean / median / optimality gap, each
+with a 95% stratified-bootstrap interval where one exists (no interval with one score per task), and
+the performance profile; and the probability of improvement between two runs chosen on the page.
+Computed results are cached, since stored runs never change.
+Benchmarks are named by their ids, as the CLI names them (``palaestra benchmark run ClassicControl2-v1``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -18,16 +23,19 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from palaestra.benchmarks import Benchmark, registry
+from palaestra.benchmarks import Benchmark, registry, statistics
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
+from palaestra.scoreboard.server.web.compare import PALETTE
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
     AggregateRow,
     BenchmarkDetail,
     BenchmarkSummary,
+    Improvement,
     Interval,
     Page,
     RunDetail,
@@ -42,8 +50,15 @@ logger = logging.getLogger("palaestra.scoreboard.web")
 
 #: Bootstrap replicates for the per-algorithm intervals on the benchmark page.
 AGGREGATE_REPS = 5000
+#: Replicates and thresholds of the performance profiles (normalised scores lie in [0, 1]).
+PROFILE_REPS = 1000
+PROFILE_TAUS = np.linspace(0.0, 1.0, 51)
+#: rliable's aggregate metrics, in the order the page shows them.
+METRIC_LABELS = {"iqm": "IQM", "mean": "Mean", "median": "Median", "optimality_gap": "Optimality gap"}
+#: The most runs the probability-of-improvement form offers.
+MAX_RUN_CHOICES = 200
 _cache_lock = threading.Lock()
-_aggregate_cache: OrderedDict[tuple[Any, ...], list[AggregateRow]] = OrderedDict()
+_aggregate_cache: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
 
 
 def _spec(benchmark_id: str) -> Benchmark | None:
@@ -95,7 +110,7 @@ def summaries(session: Session) -> list[BenchmarkSummary]:
         items.append(
             BenchmarkSummary(
                 id=spec.id,
-                name=spec.name or spec.id,
+                name=spec.id,
                 description=spec.description or "",
                 n_tasks=len(spec.tasks),
                 n_runs=n,
@@ -222,7 +237,7 @@ def detail(
     if spec is not None:
         bench = BenchmarkDetail(
             id=spec.id,
-            name=spec.name or spec.id,
+            name=spec.id,
             description=spec.description or "",
             scorer=_scorer_text(spec),
             tasks=_tasks_of(spec),
@@ -247,21 +262,30 @@ def detail(
     return bench, runs, page, task_ids, _algorithm_aggregates(session, benchmark_id)
 
 
-def _interval(stats: Any) -> Interval | None:
+def _interval(stats: Any, spread: bool, n: int) -> Interval | None:
+    """A stored ``{"value", "low", "high"}`` as an :class:`Interval` (without bounds if no ``spread``)."""
     if not isinstance(stats, dict):
         return None
     try:
-        return Interval(float(stats["value"]), float(stats["low"]), float(stats["high"]))
+        value, low, high = float(stats["value"]), float(stats["low"]), float(stats["high"])
     except (KeyError, TypeError, ValueError):
         return None
+    return Interval(value, low, high, n) if spread else Interval(value, None, None, n)
+
+
+def _estimate(stats: statistics.Interval, spread: bool, n: int) -> Interval:
+    return Interval(stats.value, stats.low, stats.high, n) if spread else Interval(stats.value, None, None, n)
 
 
 def _run_intervals(run_id: str, score: dict[str, Any]) -> tuple[Interval | None, Interval | None]:
-    """IQM and mean of a run's task-trial scores with 95% bootstrap CIs (stored ones when present)."""
-    stored = score.get("statistics")
-    if isinstance(stored, dict) and _interval(stored.get("iqm")) is not None:
-        return _interval(stored.get("iqm")), _interval(stored.get("mean"))
+    """IQM and mean of a run's task-trial scores with 95% CIs (stored ones when present), without
+    bounds when every task has a single trial."""
     table = _trial_table(score)
+    spread = bool(table) and statistics.has_spread(table)
+    most = max((len(v) for v in table.values()), default=0)
+    stored = score.get("statistics")
+    if isinstance(stored, dict) and _interval(stored.get("iqm"), spread, most) is not None:
+        return _interval(stored.get("iqm"), spread, most), _interval(stored.get("mean"), spread, most)
     if not table:
         return None, None
     signature = ("run", run_id, tuple((k, tuple(v)) for k, v in sorted(table.items())))
@@ -269,12 +293,12 @@ def _run_intervals(run_id: str, score: dict[str, Any]) -> tuple[Interval | None,
     return row.iqm, row.mean
 
 
-def _cached(signature: tuple[Any, ...], compute: Any) -> list[AggregateRow]:
+def _cached(signature: tuple[Any, ...], compute: Any) -> list[Any]:
     with _cache_lock:
         if signature in _aggregate_cache:
             _aggregate_cache.move_to_end(signature)
             return _aggregate_cache[signature]
-    value: list[AggregateRow] = compute()
+    value: list[Any] = compute()
     with _cache_lock:
         _aggregate_cache[signature] = value
         while len(_aggregate_cache) > 256:
@@ -309,28 +333,102 @@ def _pool_by_algorithm(rows: Sequence[Any]) -> list[AggregateRow]:
         pooled[key] = (label, table, n + 1)
     out = [_aggregate_row(label, table, n) for label, table, n in pooled.values() if table]
     out.sort(key=lambda a: -(a.iqm.value if a.iqm else -math.inf))
-    return out
+    return [dataclasses.replace(a, color=PALETTE[i % len(PALETTE)]) for i, a in enumerate(out)]
 
 
 def _aggregate_row(label: str, table: dict[str, list[float]], n_runs: int) -> AggregateRow:
-    try:
-        from palaestra.benchmarks.statistics import interval_estimates
-    except Exception:
-        return AggregateRow(
-            label=f"{label} ({n_runs} run{'s' if n_runs != 1 else ''})",
-            run_id=None,
-            n=sum(len(v) for v in table.values()),
-            iqm=None,
-            mean=None,
-        )
-    stats = interval_estimates(table, metrics=("iqm", "mean"), reps=AGGREGATE_REPS, seed=0)
+    """rliable's set for one algorithm's pooled task-trial scores (intervals only where they exist)."""
+    spread = statistics.has_spread(table)
+    most = max(len(v) for v in table.values())
+    stats = statistics.interval_estimates(table, metrics=tuple(METRIC_LABELS), reps=AGGREGATE_REPS, seed=0)
+    per_task: dict[str, Interval] = {}
+    for task, values in table.items():
+        if len(values) < 2:
+            per_task[task] = Interval(values[0], None, None, 1)
+            continue
+        mean = statistics.interval_estimates({task: values}, metrics=("mean",), reps=AGGREGATE_REPS, seed=0)
+        per_task[task] = _estimate(mean["mean"], True, len(values))
+    profile = statistics.performance_profile(table, taus=PROFILE_TAUS, reps=PROFILE_REPS, seed=0)
     return AggregateRow(
         label=f"{label} ({n_runs} run{'s' if n_runs != 1 else ''})",
         run_id=None,
         n=sum(len(v) for v in table.values()),
-        iqm=Interval(stats["iqm"].value, stats["iqm"].low, stats["iqm"].high),
-        mean=Interval(stats["mean"].value, stats["mean"].low, stats["mean"].high),
+        iqm=_estimate(stats["iqm"], spread, most),
+        mean=_estimate(stats["mean"], spread, most),
+        median=_estimate(stats["median"], spread, most),
+        optimality_gap=_estimate(stats["optimality_gap"], spread, most),
+        per_task=per_task,
+        profile={**profile.to_dict(), "has_interval": spread},
     )
+
+
+def chart_data(aggregates: Sequence[AggregateRow]) -> dict[str, Any]:
+    """The JSON the benchmark page's charts draw (``static/stats-charts.js``); an interval is
+    ``[value, low, high]``, with ``low``/``high`` null where none exists."""
+    tasks = list(dict.fromkeys(task for a in aggregates for task in a.per_task))
+    return {
+        "tasks": tasks,
+        "metrics": [[key, label] for key, label in METRIC_LABELS.items()],
+        "algorithms": [
+            {
+                "label": a.label,
+                "color": a.color,
+                "per_task": [a.per_task[t].to_json() if t in a.per_task else None for t in tasks],
+                "metrics": {
+                    key: stat.to_json() if (stat := getattr(a, key)) is not None else None
+                    for key in METRIC_LABELS
+                },
+                "profile": a.profile,
+            }
+            for a in aggregates
+        ],
+    }
+
+
+def run_choices(session: Session, benchmark_id: str) -> list[RunRow]:
+    """The runs the probability-of-improvement form offers (best first)."""
+    stmt = (
+        _run_select()
+        .where(BenchmarkRun.benchmark_id == benchmark_id, BenchmarkRun.score.is_not(None))
+        .order_by(BenchmarkRun.score_value.desc().nulls_last(), BenchmarkRun.seq.asc())
+        .limit(MAX_RUN_CHOICES)
+    )
+    return [_run_row(r) for r in session.execute(stmt)]
+
+
+def improvement(session: Session, benchmark_id: str, x_id: str, y_id: str) -> Improvement | str:
+    """P(run ``x_id`` > run ``y_id``) over their common tasks, or a message saying why there is none."""
+    rows = {
+        r.id: r
+        for r in session.execute(
+            _run_select().where(BenchmarkRun.benchmark_id == benchmark_id, BenchmarkRun.id.in_([x_id, y_id]))
+        )
+    }
+    for run_id in (x_id, y_id):
+        if run_id not in rows:
+            return f"No run {run_id!r} of {benchmark_id}: choose two of the runs listed."
+    if x_id == y_id:
+        return "Choose two different runs: a run against itself is 0.5 by definition."
+    tables = [_trial_table(rows[i].score if isinstance(rows[i].score, dict) else None) for i in (x_id, y_id)]
+    tx, ty = tables
+    common = [task for task in tx if task in ty]
+    if not common:
+        return f"Runs {x_id} and {y_id} have no scored task in common."
+    signature = ("improvement", x_id, y_id, json.dumps(tables, sort_keys=True))
+
+    def compute() -> list[Any]:
+        def estimate(tasks: list[str]) -> Interval:
+            spread = any(len(tx[t]) > 1 or len(ty[t]) > 1 for t in tasks)
+            most = max(max(len(tx[t]), len(ty[t])) for t in tasks)
+            stats = statistics.probability_of_improvement(
+                {t: tx[t] for t in tasks}, {t: ty[t] for t in tasks}, reps=AGGREGATE_REPS, seed=0
+            )
+            return _estimate(stats, spread, most)
+
+        return [estimate(common), [(t, estimate([t])) for t in common]]
+
+    overall, per_task = _cached(signature, compute)
+    return Improvement(x=_run_row(rows[x_id]), y=_run_row(rows[y_id]), overall=overall, per_task=per_task)
 
 
 def run_detail(session: Session, run_id: str) -> RunDetail | None:
@@ -370,18 +468,18 @@ def run_detail(session: Session, run_id: str) -> RunDetail | None:
         env_score = sum(task_scores[k] for k in keys) / len(keys) if keys else None
         tasks.append(RunTask(env_id=env_id, score=env_score, evaluations=by_env.get(env_id, [])))
     iqm, mean = _run_intervals(r.id, score)
-    extra: list[tuple[str, str]] = []
+    extra: list[tuple[str, float]] = []
     for key, label in (
         ("start_to_finish_seconds", "Start to finish (s)"),
         ("summed_training_seconds", "Summed training time (s)"),
         ("summed_task_wall_time", "Summed task wall time (s)"),
     ):
         if isinstance(score.get(key), int | float):
-            extra.append((label, f"{score[key]:.1f}"))
+            extra.append((label, float(score[key])))
     return RunDetail(
         id=r.id,
         benchmark_id=r.benchmark_id,
-        benchmark_name=(spec.name or spec.id) if spec else r.benchmark_id,
+        benchmark_name=r.benchmark_id,
         status=r.status,
         algorithm_id=r.algorithm_id,
         algorithm_name=r.algorithm_name,

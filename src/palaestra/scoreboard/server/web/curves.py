@@ -5,12 +5,12 @@ wall-clock seconds), the ``trials``-episode running mean (:func:`palaestra.solve
 the same windows "solved" is judged on) and the reward threshold. Long runs are averaged into at
 most :data:`MAX_POINTS` points per series; the running mean is computed at full resolution first.
 When the stored batch cannot be read, the server's precomputed ``graph_stats`` (binned means) are
-used instead, without a running mean.
+used instead, without a running mean. ``outcomes`` counts the episodes with a positive, zero and
+negative reward: a board game's wins, draws and losses (its reward is +1, 0 or -1 per game).
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from typing import Any
@@ -24,14 +24,14 @@ _CACHE_SIZE = 32
 
 
 def _clean(values: np.ndarray, digits: int = 6) -> list[float | None]:
-    """A JSON-ready list: rounded floats, NaN/inf as null."""
-    out: list[float | None] = []
-    for v in values.tolist():
-        out.append(
-            round(v, digits)
-            if isinstance(v, float) and math.isfinite(v)
-            else (v if isinstance(v, int) else None)
-        )
+    """A JSON-ready list: rounded floats, NaN/inf as null (vectorised: a 3,000-episode run's seven
+    series took 49 ms value by value, 2 ms so; bench/web_pages.py's compare pages)."""
+    rounded = np.round(np.asarray(values, dtype=float), digits)
+    finite = np.isfinite(rounded)
+    out: list[float | None] = rounded.tolist()
+    if not finite.all():
+        for i in np.flatnonzero(~finite):
+            out[i] = None
     return out
 
 
@@ -85,6 +85,11 @@ def from_episode_batch(
         "episodes": n,
         "binned": size > 1,
         "bin": size,
+        "outcomes": {
+            "won": int(np.sum(rewards > 0)),
+            "drawn": int(np.sum(rewards == 0)),
+            "lost": int(np.sum(rewards < 0)),
+        },
     }
     for key, values in series.items():
         out[key] = _clean(_bin_mean(values, size) if size > 1 else values)
@@ -115,6 +120,7 @@ def from_graph_stats(
         "episodes": None,
         "binned": True,
         "bin": None,
+        "outcomes": None,
         "episode": xs,
         "timestep": column("x_timestep_y_reward", "x"),
         "seconds": column("x_seconds_y_reward", "x"),

@@ -279,9 +279,36 @@ def algorithm(session: Session, algorithm_id: str) -> tuple[Algorithm, str] | No
     return (row[0], row[1]) if row is not None else None
 
 
+def _of_algorithm(algorithm_row: Algorithm) -> Any:
+    """The evaluations of an algorithm: its own, and those of its benchmark runs."""
+    runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_row.seq)
+    return sa.or_(Evaluation.algorithm_seq == algorithm_row.seq, Evaluation.benchmark_run_seq.in_(runs))
+
+
 def algorithm_evaluations(
     session: Session, algorithm_row: Algorithm, page_number: int, path: str
 ) -> tuple[list[EvaluationRow], Page]:
-    runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_row.seq)
-    where = sa.or_(Evaluation.algorithm_seq == algorithm_row.seq, Evaluation.benchmark_run_seq.in_(runs))
-    return _paged_rows(session, where, page_number, path)
+    return _paged_rows(session, _of_algorithm(algorithm_row), page_number, path)
+
+
+def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str, int]]:
+    """``[(env id, evaluations)]`` of an algorithm, the env with most evaluations first."""
+    count = sa.func.count().label("n")
+    rows = session.execute(
+        sa.select(Evaluation.env_id, count)
+        .where(_of_algorithm(algorithm_row), Evaluation.env_id.is_not(None))
+        .group_by(Evaluation.env_id)
+        .order_by(count.desc(), Evaluation.env_id.asc())
+    )
+    return [(str(r.env_id), int(r.n)) for r in rows]
+
+
+def algorithm_evaluation_ids(session: Session, algorithm_row: Algorithm, env_id: str, limit: int) -> list[str]:
+    """The ids of an algorithm's most recent ``limit`` evaluations of ``env_id``."""
+    stmt = (
+        sa.select(Evaluation.id)
+        .where(_of_algorithm(algorithm_row), Evaluation.env_id == env_id)
+        .order_by(Evaluation.seq.desc())
+        .limit(limit)
+    )
+    return [str(i) for i in session.execute(stmt).scalars()]

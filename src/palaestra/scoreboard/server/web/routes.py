@@ -15,7 +15,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from palaestra import catalogue
-from palaestra.scoreboard.protocol import EpisodeBatchError
+from palaestra.scoreboard.protocol import EpisodeBatchError, parse_json
+from palaestra.scoreboard.server import pictures
 from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.records import (
@@ -24,9 +25,9 @@ from palaestra.scoreboard.server.records import (
     evaluation_record,
     evaluation_select,
 )
-from palaestra.scoreboard.server.storage import BlobStore
+from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
+from palaestra.scoreboard.server.web import aggregate, compare, curves, queries
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
-from palaestra.scoreboard.server.web import curves, queries
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import blob_store, database
 from palaestra.scoreboard.server.web.views import Download, VideoView
@@ -35,6 +36,8 @@ logger = logging.getLogger("palaestra.scoreboard.web")
 
 router = APIRouter(include_in_schema=False)
 _curve_cache = curves.CurveCache()
+#: An algorithm's aggregate curves, by algorithm, env, metric, axis and the evaluations they pool.
+_aggregate_cache = curves.CurveCache()
 #: Terminal recordings larger than this get no text fallback on the page (the player still works).
 MAX_FALLBACK_RECORDING_BYTES = 2 * 1024 * 1024
 _ANSI_ESCAPE_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
@@ -60,6 +63,28 @@ def home_page(request: Request) -> HTMLResponse:
     with database(request).read() as session:
         groups, total, active = queries.home(session)
     return render(request, "index.html", groups=groups, total_evaluations=total, envs_with_evaluations=active)
+
+
+#: What an env without a picture shows (with a 404: browsers draw an image body whatever the status).
+_NO_PICTURE_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="320" height="60" viewBox="0 0 320 60">'
+    '<rect width="320" height="60" fill="#f5f7fa"/><text x="160" y="35" font-family="sans-serif" '
+    'font-size="13" fill="#5d6677" text-anchor="middle">No picture: no video uploaded, not installed here</text></svg>'
+)
+
+
+# registered before the env page, whose {env_id:path} would match this address too
+@router.get("/envs/{env_id:path}/picture.png")
+def env_picture(request: Request, env_id: str) -> Response:
+    """The env's picture: a frame of an uploaded video, or rendered here once (pictures.py)."""
+    entry = catalogue.lookup(env_id)
+    installed = entry is not None and entry.available
+    found = pictures.env_picture(blob_store(request), database(request), env_id, installed)
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=86400"}
+    if found is None:
+        return Response(_NO_PICTURE_SVG, status_code=404, media_type="image/svg+xml", headers=headers)
+    png, source = found
+    return Response(png, media_type="image/png", headers={**headers, "X-Picture-Source": source})
 
 
 @router.get("/envs/{env_id:path}", response_class=HTMLResponse)
@@ -104,14 +129,45 @@ def user_page(request: Request, name: str, page: str = Query("1", max_length=12)
 
 @router.get("/algorithms/{algorithm_id}", response_class=HTMLResponse)
 def algorithm_page(
-    request: Request, algorithm_id: str, page: str = Query("1", max_length=12)
+    request: Request,
+    algorithm_id: str,
+    page: str = Query("1", max_length=12),
+    env: str = Query("", max_length=200),
+    stat: str = Query("mean", max_length=10),
+    x: str = Query("episode", max_length=20),
 ) -> HTMLResponse:
+    """The algorithm's evaluations, and its learning curve across those of one env (``env``)."""
     with database(request).read() as session:
         found = queries.algorithm(session, algorithm_id)
         if found is None:
             return not_found(request, f"No algorithm {algorithm_id!r}.")
         alg, owner = found
         rows, pager = queries.algorithm_evaluations(session, alg, _page_number(page), request.url.path)
+        envs = queries.algorithm_envs(session, alg)
+        chosen = env if env in dict(envs) else (envs[0][0] if envs else None)
+        ids = queries.algorithm_evaluation_ids(session, alg, chosen, aggregate.MAX_RUNS) if chosen else []
+        found_rows = session.execute(evaluation_select().where(Evaluation.id.in_(ids))).all() if ids else []
+    records = sorted(map(evaluation_record, found_rows), key=lambda ev: ids.index(ev.id))
+    metric = stat if stat in aggregate.METRICS else "mean"
+    axis = x if x in aggregate.AXES else "episode"
+    key = "|".join([alg.id, chosen or "", metric, axis, *ids])
+    hit, chart = _aggregate_cache.get(key)
+    if not hit:
+        chart = aggregate.aggregate_curve([_curves(request, ev) for ev in records], metric, axis)
+        _aggregate_cache.put(key, chart)
+    across = {
+        "envs": envs,
+        "env": chosen,
+        "metric": metric,
+        "axis": axis,
+        "metrics": aggregate.METRICS,
+        "axes": aggregate.AXES,
+        "chart": chart,
+        "threshold": records[0].score.reward_threshold if records else None,
+        "evaluations": len(records),
+        "max_runs": aggregate.MAX_RUNS,
+        "path": request.url.path,
+    }
     facts = [("Id", alg.id), ("User", owner)]
     return render(
         request,
@@ -124,6 +180,7 @@ def algorithm_page(
         page=pager,
         show_algorithm=False,
         show_user=True,
+        across=across,
     )
 
 
@@ -148,7 +205,7 @@ def _terminal_fallback(request: Request, video: StoredVideo) -> str | None:
 def _last_frame_text(store: BlobStore, key: str) -> str | None:
     """Cached per (store, key): a stored blob never changes."""
     try:
-        doc = json.loads(store.get_bytes(key))
+        doc = parse_json(store.get_bytes(key), "The recording")
         frames = doc.get("stdout") or []
         text = str(frames[-1][1])
     except Exception:  # a broken recording only loses its fallback text
@@ -172,8 +229,7 @@ def _curves(request: Request, ev: EvaluationRecord) -> dict[str, Any] | None:
     data: dict[str, Any] | None = None
     if ev.episode_batch_key:
         try:
-            doc = stored_batch_document(blob_store(request).get_bytes(ev.episode_batch_key), ev.env_id)
-            data = curves.from_episode_batch(doc, score.trials, score.reward_threshold)
+            data = curves.from_episode_batch(_stored_batch_document(request, ev), score.trials, score.reward_threshold)
         except Exception as e:
             logger.warning("Cannot read the episode batch of %s (%s); using the binned curves", ev.id, e)
     if data is None:
@@ -219,6 +275,42 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         curves=_curves(request, ev),
         downloads=downloads,
         has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
+    )
+
+
+@router.get("/compare", response_class=HTMLResponse)
+def compare_page(
+    request: Request,
+    e: list[str] = Query([]),
+    x: str = Query("episode", max_length=20),
+    smooth: str = Query("ema", max_length=20),
+    ema: str = Query("", max_length=20),
+    window: str = Query("", max_length=20),
+) -> HTMLResponse:
+    """Several evaluations' learning curves overlaid; the query string holds the whole state."""
+    settings = compare.CompareSettings.from_query(x, smooth, ema, window)
+    ids, left_out = compare.requested_ids(e)
+    with database(request).read() as session:
+        rows = session.execute(evaluation_select().where(Evaluation.id.in_(ids))).all() if ids else []
+    found = {r.id: r for r in map(evaluation_record, rows)}
+    records = [found[i] for i in ids if i in found]
+    missing = [i for i in ids if i not in found]
+    if ids and not records:
+        listed = ", ".join(repr(i) for i in missing)
+        return not_found(request, f"No evaluation {listed}: nothing to compare.")
+    compared, data = compare.chart_data(records, [_curves(request, ev) for ev in records])
+    return render(
+        request,
+        "compare.html",
+        compared=compared,
+        chart=data,
+        settings=settings,
+        axes=compare.AXES,
+        smoothings=compare.SMOOTHINGS,
+        missing=missing,
+        left_out=left_out,
+        max_compared=compare.MAX_COMPARED,
+        share_url=settings.url([ev.id for ev in records]),
     )
 
 
@@ -270,8 +362,8 @@ def _bytes_response(
 @router.get("/evaluations/{evaluation_id}/episode_batch.json")
 def episode_batch_download(request: Request, evaluation_id: str) -> Response:
     doc = _stored_batch(request, _record(request, evaluation_id))
-    if doc is None:
-        return Response("no such episode batch", status_code=404, media_type="text/plain")
+    if isinstance(doc, Response):
+        return doc
     headers = {
         "X-Content-Type-Options": "nosniff",
         "Cache-Control": "public, max-age=86400",
@@ -280,22 +372,38 @@ def episode_batch_download(request: Request, evaluation_id: str) -> Response:
     return Response(json.dumps(doc), media_type="application/json", headers=headers)
 
 
-def _stored_batch(request: Request, ev: EvaluationRecord | None) -> dict[str, Any] | None:
-    """The 2017 stored document of evaluation ``ev``'s episode batch; None if it has none or it is gone."""
+def _stored_batch_document(request: Request, ev: EvaluationRecord) -> dict[str, Any]:
+    """The 2017 stored document of ``ev``'s episode batch, its sha256 checked (:class:`BlobDamaged`)."""
+    assert ev.episode_batch_key is not None
+    data = blob_store(request).get_verified(ev.episode_batch_key, ev.episode_batch_sha256)
+    return stored_batch_document(data, ev.env_id)
+
+
+def _stored_batch(request: Request, ev: EvaluationRecord | None) -> dict[str, Any] | Response:
+    """The 2017 stored document of evaluation ``ev``'s episode batch, or the answer that says why not:
+    404 if it has none or it is gone, 500 naming the fault if its bytes are not those scored."""
     if ev is None or not ev.episode_batch_key:
-        return None
+        return Response("no such episode batch", status_code=404, media_type="text/plain")
     try:
-        return stored_batch_document(blob_store(request).get_bytes(ev.episode_batch_key), ev.env_id)
+        return _stored_batch_document(request, ev)
     except (LookupError, EpisodeBatchError) as e:
         logger.warning("Cannot read the episode batch of %s (%s)", ev.id, e)
-        return None
+        return Response("no such episode batch", status_code=404, media_type="text/plain")
+    except BlobDamaged as e:
+        logger.error("Not serving the episode batch of %s: %s", ev.id, e)
+        return Response(
+            f"The stored episode batch of {ev.id} is not the one it was scored on: {e} It is not "
+            "served; the server's operator can restore it from a backup.",
+            status_code=500,
+            media_type="text/plain",
+        )
 
 
 @router.get("/evaluations/{evaluation_id}/episodes.csv")
 def episodes_csv(request: Request, evaluation_id: str) -> Response:
     doc = _stored_batch(request, _record(request, evaluation_id))
-    if doc is None:
-        return Response("no such episode batch", status_code=404, media_type="text/plain")
+    if isinstance(doc, Response):
+        return doc
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["episode", "type", "length", "reward", "timestamp", "seconds", "data_source"])
@@ -347,12 +455,19 @@ def benchmarks_page(request: Request) -> HTMLResponse:
 
 @router.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse)
 def benchmark_page(
-    request: Request, benchmark_id: str, page: str = Query("1", max_length=12)
+    request: Request,
+    benchmark_id: str,
+    page: str = Query("1", max_length=12),
+    x: str = Query("", max_length=64),
+    y: str = Query("", max_length=64),
 ) -> HTMLResponse:
+    """The benchmark, its ranked runs, rliable's statistics per algorithm, and P(run x > run y)."""
     with database(request).read() as session:
         found = benchmark_pages.detail(session, benchmark_id, _page_number(page), request.url.path)
-    if found is None:
-        return not_found(request, f"No benchmark {benchmark_id!r}.")
+        if found is None:
+            return not_found(request, f"No benchmark {benchmark_id!r}.")
+        choices = benchmark_pages.run_choices(session, benchmark_id)
+        compared = benchmark_pages.improvement(session, benchmark_id, x, y) if x or y else None
     bench, runs, pager, task_ids, aggregates = found
     return render(
         request,
@@ -363,6 +478,11 @@ def benchmark_page(
         page=pager,
         task_ids=task_ids,
         aggregates=aggregates,
+        chart=benchmark_pages.chart_data(aggregates),
+        choices=choices,
+        chosen=(x or (choices[0].id if choices else ""), y or (choices[1].id if len(choices) > 1 else "")),
+        improvement=compared if not isinstance(compared, str) else None,
+        improvement_problem=compared if isinstance(compared, str) else None,
     )
 
 

@@ -143,20 +143,48 @@ class Download:
 
 @dataclass(frozen=True)
 class Interval:
-    """A statistic with its 95% confidence interval."""
+    """A statistic with its 95% confidence interval, or without one (``low``/``high`` None) where
+    none exists: every task has a single score (``n`` = the most scores any task has)."""
 
     value: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
+    n: int = 2
+
+    @property
+    def has_interval(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    def to_json(self) -> list[float | None]:
+        return [self.value, self.low, self.high]
 
 
 @dataclass(frozen=True)
 class AggregateRow:
+    """One algorithm on a benchmark page: its runs' trial scores pooled per task, and the rliable set."""
+
     label: str
     run_id: str | None
     n: int
     iqm: Interval | None
     mean: Interval | None
+    median: Interval | None = None
+    optimality_gap: Interval | None = None
+    #: task key -> the mean of the task's scores with its interval
+    per_task: dict[str, Interval] = field(default_factory=dict)
+    #: the performance profile: taus, fraction, low, high (lists), has_interval
+    profile: dict[str, Any] | None = None
+    color: str = ""
+
+
+@dataclass(frozen=True)
+class Improvement:
+    """P(X > Y) of one benchmark run over another, overall and per task."""
+
+    x: RunRow
+    y: RunRow
+    overall: Interval
+    per_task: list[tuple[str, Interval]]
 
 
 @dataclass(frozen=True)
@@ -229,5 +257,5 @@ class RunDetail:
     num_envs_solved: int | None
     iqm: Interval | None
     mean: Interval | None
-    extra_stats: list[tuple[str, str]]
+    extra_stats: list[tuple[str, float]]
     tasks: list[RunTask]

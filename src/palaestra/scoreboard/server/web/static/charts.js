@@ -4,22 +4,14 @@
  *   {episode, timestep, seconds, reward, length, reward_mean, length_mean: number[], threshold, trials, ...}
  * Two charts (reward, length), x axis chosen with the radio buttons. For tests and people alike,
  * each chart's container gets data-points (the number of points drawn) once it is drawn.
+ * Axes, number format and the y range that always shows the threshold: common.js.
  */
 (function () {
   "use strict";
 
   var X_LABELS = { episode: "episode", timestep: "timestep", seconds: "wall-clock seconds" };
+  var common = window.palaestraCommon;
   var COLORS = { raw: "rgba(31, 111, 235, 0.45)", mean: "#1f6feb", threshold: "#d1242f" };
-
-  function readData() {
-    var node = document.getElementById("curves-data");
-    if (!node) return null;
-    try { return JSON.parse(node.textContent); } catch (e) { return null; }
-  }
-
-  function widthOf(el) {
-    return Math.max(280, Math.floor(el.getBoundingClientRect().width || 600));
-  }
 
   function buildChart(el, data, xKey) {
     var yKey = el.getAttribute("data-y");
@@ -30,16 +22,17 @@
     columns.push(data[yKey]);
     series.push({ label: data.trials + "-episode mean", stroke: COLORS.mean, width: 2.5, points: { show: false } });
     columns.push(data[yKey + "_mean"]);
-    if (yKey === "reward" && data.threshold !== null && data.threshold !== undefined) {
+    var threshold = yKey === "reward" ? data.threshold : null;
+    if (threshold !== null && threshold !== undefined) {
       series.push({ label: "threshold", stroke: COLORS.threshold, width: 1.5, dash: [6, 4], points: { show: false } });
       columns.push(xs.map(function () { return data.threshold; }));
     }
     var opts = {
       title: (yKey === "reward" ? "Reward" : "Episode length") + " against " + X_LABELS[xKey],
-      width: widthOf(el),
+      width: common.widthOf(el),
       height: 260,
-      scales: { x: { time: false } },
-      axes: [{ label: X_LABELS[xKey] }, { label: yKey }],
+      scales: { x: { time: false }, y: { range: common.yRange(threshold) } },
+      axes: [common.axis(X_LABELS[xKey], xKey === "episode"), common.axis(yKey, yKey === "length")],
       series: series,
     };
     el.innerHTML = "";
@@ -51,7 +44,7 @@
   }
 
   function init() {
-    var data = readData();
+    var data = common && common.readJson("curves-data");
     var charts = Array.prototype.slice.call(document.querySelectorAll(".chart[data-y]"));
     if (!data || !charts.length) return;
     if (typeof window.uPlot !== "function") {
@@ -74,7 +67,7 @@
     window.addEventListener("resize", function () {
       clearTimeout(pending);
       pending = setTimeout(function () {
-        plots.forEach(function (p, i) { p.setSize({ width: widthOf(charts[i]), height: 260 }); });
+        plots.forEach(function (p, i) { p.setSize({ width: common.widthOf(charts[i]), height: 260 }); });
       }, 150);
     });
   }

@@ -1,0 +1,171 @@
+"""A picture of each environment for its page, made once and kept in the blob store.
+
+- :func:`env_picture`: the PNG of an env: the cached one, else a frame of an uploaded mp4 of the env
+  (ffmpeg takes the frame one second in, or the first), else one rendered here where the env is
+  installed (``render_mode="rgb_array"`` after ``reset(seed=0)``, in a child process, so that an
+  env that crashes or hangs cannot take the server with it). ``None`` when neither is possible.
+- :func:`picture_key`: where the PNG is kept.
+
+ffmpeg is the one encoder (imageio-ffmpeg's binary, as for videos): it also turns a rendered frame
+into a PNG, so the server needs no imaging library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+import sqlalchemy as sa
+
+from palaestra.monitoring.video import ffmpeg_binary, image_layout
+from palaestra.scoreboard.server.db import Database, Evaluation
+from palaestra.scoreboard.server.records import stored_videos
+from palaestra.scoreboard.server.storage import BlobStore
+
+__all__ = ["env_picture", "picture_key", "render_png"]
+
+logger = logging.getLogger("palaestra.scoreboard.pictures")
+
+#: Seconds a child process may take to import, make, reset and render an env.
+RENDER_TIMEOUT_S = 120
+FFMPEG_TIMEOUT_S = 60
+#: Envs (per blob store) whose picture could not be made: not tried again until the server restarts
+#: (or until more than _MAX_FAILED were remembered: any path can be asked for, so the set is bounded).
+_failed: set[tuple[str, str]] = set()
+_MAX_FAILED = 10_000
+_lock = threading.Lock()
+
+
+def picture_key(env_id: str) -> str:
+    return f"pictures/envs/{hashlib.sha256(env_id.encode()).hexdigest()[:32]}.png"
+
+
+def env_picture(store: BlobStore, db: Database, env_id: str, installed: bool) -> tuple[bytes, str] | None:
+    """``(PNG bytes, source)`` of ``env_id``'s picture (source: ``stored``, ``video`` or ``render``),
+    made and stored on first use; ``None`` if there is no video to take it from and the env is not
+    ``installed`` here (or making it failed before)."""
+    key = picture_key(env_id)
+    if store.size(key) is not None:
+        return store.get_bytes(key), "stored"
+    with _lock:
+        if (store.url, env_id) in _failed:
+            return None
+    made = _from_video(store, db, env_id)
+    source = "video"
+    if made is None and installed:
+        made, source = _rendered(env_id), "render"
+    if made is None:
+        with _lock:
+            if len(_failed) >= _MAX_FAILED:
+                _failed.clear()
+            _failed.add((store.url, env_id))
+        return None
+    store.put_bytes(key, made)
+    return made, source
+
+
+def _first_mp4_key(db: Database, env_id: str) -> str | None:
+    with db.read() as session:
+        rows = session.execute(
+            sa.select(Evaluation.videos)
+            .where(Evaluation.env_id == env_id, Evaluation.videos.is_not(None))
+            .order_by(Evaluation.seq)
+            .limit(50)
+        ).scalars()
+        for docs in rows:
+            for video in stored_videos(docs):
+                if video.kind == "mp4":
+                    return video.key
+    return None
+
+
+def _from_video(store: BlobStore, db: Database, env_id: str) -> bytes | None:
+    key = _first_mp4_key(db, env_id)
+    if key is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="palaestra-picture-") as folder:
+        path = store.local_path(key)
+        if path is None:
+            path = Path(folder) / "video.mp4"
+            store.download(key, path)
+        # one second in shows the env moving; a shorter video gives its first frame
+        for seek in ("1", "0"):
+            png = _ffmpeg_png(["-ss", seek, "-i", str(path)], None)
+            if png:
+                return png
+    logger.warning("No frame could be taken from the video %s of %s", key, env_id)
+    return None
+
+
+def _ffmpeg_png(input_args: list[str], stdin: bytes | None) -> bytes | None:
+    command = [ffmpeg_binary(), "-nostats", "-hide_banner", "-loglevel", "error", *input_args]
+    command += ["-frames:v", "1", "-f", "image2pipe", "-c:v", "png", "-"]
+    try:
+        done = subprocess.run(command, input=stdin, capture_output=True, timeout=FFMPEG_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        logger.warning("ffmpeg failed to make a picture: %s", e)
+        return None
+    return done.stdout if done.returncode == 0 and done.stdout.startswith(b"\x89PNG") else None
+
+
+def render_png(frame: np.ndarray) -> bytes | None:
+    """An rgb_array frame as PNG bytes (by ffmpeg)."""
+    height, width, pix_fmt = image_layout(frame)
+    args = ["-f", "rawvideo", "-pix_fmt", pix_fmt, "-s:v", f"{width}x{height}", "-i", "-"]
+    return _ffmpeg_png(args, np.ascontiguousarray(frame).tobytes())
+
+
+def _rendered(env_id: str) -> bytes | None:
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", __name__, env_id],
+            capture_output=True,
+            timeout=RENDER_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        logger.warning("Rendering a picture of %s failed: %s", env_id, e)
+        return None
+    if done.returncode != 0 or not done.stdout.startswith(b"\x89PNG"):
+        tail = done.stderr.decode("utf-8", "replace").strip()[-500:]
+        logger.warning("Rendering a picture of %s failed (exit code %s): %s", env_id, done.returncode, tail)
+        return None
+    return done.stdout
+
+
+def _render_main(env_id: str) -> int:
+    """In the child process: make the env, reset it, render one rgb_array frame, write it as PNG."""
+    import os
+    import warnings
+
+    os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")
+    import gymnasium
+
+    import palaestra.envs  # noqa: F401  (registers palaestra's envs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = gymnasium.make(env_id, render_mode="rgb_array")
+        try:
+            env.reset(seed=0)
+            frame = env.render()
+        finally:
+            env.close()
+    png = render_png(np.asarray(frame)) if frame is not None else None
+    if png is None:
+        print(f"{env_id} rendered no rgb_array frame", file=sys.stderr)
+        return 1
+    sys.stdout.buffer.write(png)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_render_main(sys.argv[1]))
