@@ -154,17 +154,18 @@ def group_cpu_seconds(pgid: int) -> float:
 
 
 @contextmanager
-def running_server(database_url: str | None, workers: int) -> Iterator[tuple[str, str, int]]:
+def running_server(
+    database_url: str | None, workers: int, rate_limits: bool = False
+) -> Iterator[tuple[str, str, int]]:
     """``(url, api_key, process group)`` of a fresh ``palaestra server``."""
     with tempfile.TemporaryDirectory(prefix="palaestra-bench-") as data_dir:
         port = free_port()
-        # One user sends the whole load: the per-user rate limits would stop it (0: off).
-        env = {
-            **os.environ,
-            "PALAESTRA_DATA_DIR": data_dir,
-            "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "0",
-            "PALAESTRA_RATE_LIMIT_PENDING_FILES": "0",
-        }
+        env = {**os.environ, "PALAESTRA_DATA_DIR": data_dir}
+        if not rate_limits:
+            # One user sends the whole load: the per-user rate limits would stop a long run (0: off).
+            env.update(
+                {"PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "0", "PALAESTRA_RATE_LIMIT_PENDING_FILES": "0"}
+            )
         env.pop("PALAESTRA_STORAGE", None)
         env.pop("PALAESTRA_DATABASE_URL", None)
         if database_url:
@@ -397,6 +398,11 @@ def main() -> int:
     )
     parser.add_argument("--workers", type=int, default=2, help="server processes (default 2)")
     parser.add_argument("--episodes", type=int, default=1000, help="episodes per batch (default 1000)")
+    parser.add_argument(
+        "--rate-limits",
+        action="store_true",
+        help="keep the server's default per-user rate limits on (their cost; at most 2000 files an hour)",
+    )
     args = parser.parse_args()
 
     batch, video = episode_batch(args.episodes), video_archive(args.video)
@@ -411,7 +417,7 @@ def main() -> int:
         database_url = ctx.__enter__() if ctx else None
         try:
             for clients in args.clients:
-                with running_server(database_url, args.workers) as (url, key, pgid):
+                with running_server(database_url, args.workers, args.rate_limits) as (url, key, pgid):
                     drive(url, key, min(20, args.uploads), clients, batch, video)  # warm up
                     cpu0 = group_cpu_seconds(pgid)
                     result = drive(url, key, args.uploads, clients, batch, video)

@@ -1,5 +1,6 @@
 """``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate;
-``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.gc`)."""
+``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.gc`);
+``palaestra server rotate-secret``: a new upload-signing secret; ``palaestra server backup DEST``."""
 
 from __future__ import annotations
 
@@ -67,10 +68,22 @@ def register(subparsers: Any) -> None:
         description="Run the scoreboard: SQLite and a blob folder under --data-dir by default; "
         "--database-url postgresql://... and --storage s3://bucket/prefix for the scale-out set-up. "
         "`palaestra server migrate` applies the database migrations and exits; `palaestra server gc` "
-        "removes orphaned blobs, temporary files, expired pending files and idempotency keys, and exits.",
+        "removes orphaned blobs, temporary files, expired pending files and idempotency keys, and exits; "
+        "`palaestra server rotate-secret` makes a new upload-signing secret (forms already handed out stay "
+        "valid); `palaestra server backup DEST` copies a running SQLite scoreboard (database, blobs, secret).",
     )
     parser.add_argument(
-        "action", nargs="?", choices=["run", "migrate", "gc"], default="run", help="run (default), migrate or gc"
+        "action",
+        nargs="?",
+        choices=["run", "migrate", "gc", "rotate-secret", "backup"],
+        default="run",
+        help="run (default), migrate, gc, rotate-secret or backup DEST",
+    )
+    parser.add_argument(
+        "destination",
+        nargs="?",
+        metavar="DEST",
+        help="backup: a new folder for the copy (a data folder: `palaestra server --data-dir DEST` serves it)",
     )
     add_database_arguments(parser)
     parser.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
@@ -130,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
 
     from palaestra.scoreboard.server.state import migrate_database
 
+    private_files()
     config = config_from_args(args)
     log = logging.getLogger("palaestra")
     level = "warning" if args.quiet else "debug" if args.verbose else "info"
@@ -147,6 +161,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.action == "gc":
         return collect_garbage(config, dry_run=args.dry_run, as_json=args.json)
+    if args.action == "rotate-secret":
+        return _rotate_secret(config)
+    if args.action == "backup":
+        return _backup(config, args.destination)
+    if args.destination is not None:
+        raise ConfigurationError(f"Unexpected argument {args.destination!r}: only `backup` takes a folder")
     from palaestra.scoreboard.server.app import serve
 
     if args.no_migrate:
@@ -187,6 +207,51 @@ def collect_garbage(config: Any, dry_run: bool, as_json: bool) -> int:
     finally:
         db.dispose()
     print(json.dumps(report.document(), indent=2) if as_json else report.summary() + ".")
+    return 0
+
+
+def private_files() -> None:
+    """Make what this process creates (the data folder, the database and its -wal/-shm, blobs, the
+    upload secret) readable by this user only: 0700 folders, 0600 files."""
+    import os
+
+    os.umask(0o077)
+
+
+def _backup(config: Any, destination: str | None) -> int:
+    from pathlib import Path
+
+    from palaestra.scoreboard.server.backup import backup
+
+    if not destination:
+        raise ConfigurationError("palaestra server backup needs a folder to copy into: backup DEST")
+    report = backup(config, Path(destination))
+    print(
+        f"Backed up the database ({report.database_bytes} bytes) and {report.blob_files} blobs "
+        f"({report.blob_bytes} bytes) into {report.destination}; serve it with "
+        f"`palaestra server --data-dir {report.destination}`."
+    )
+    return 0
+
+
+def _rotate_secret(config: Any) -> int:
+    from datetime import datetime, timezone
+
+    from palaestra.scoreboard.server.signing import rotate
+    from palaestra.scoreboard.server.state import open_database
+
+    with startup_errors(config):
+        db = open_database(config)
+    try:
+        path, until = rotate(config, db)
+    finally:
+        db.dispose()
+    print(
+        f"Rotated the upload-signing secret in {path}. Upload forms signed with the previous one stay "
+        f"valid until {datetime.fromtimestamp(until, timezone.utc):%Y-%m-%d %H:%M:%S} UTC; running servers "
+        "that read this file use the new one within a second. Servers on other hosts need this file "
+        "too (copy it, or point their PALAESTRA_UPLOAD_SECRET_FILE at one shared file)."
+    )
     return 0
 
 

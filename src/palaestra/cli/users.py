@@ -17,7 +17,7 @@ import json
 import sys
 from typing import Any
 
-from palaestra.cli.server import add_database_arguments, config_from_args
+from palaestra.cli.server import add_database_arguments, config_from_args, private_files
 
 
 def register(subparsers: Any) -> None:
@@ -69,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.server import accounts, auth
     from palaestra.scoreboard.server.state import open_database
 
+    private_files()
     config = config_from_args(args)
     config.data_dir.mkdir(parents=True, exist_ok=True)
     db = open_database(config, migrate_now=True)

@@ -41,6 +41,8 @@ def test_postgres_two_processes_share_database_and_store(
     scoreboard_factory: Any, postgres_url: str, tmp_path: Any
 ) -> None:
     store = str(tmp_path / "shared-blobs")
+    # servers on several hosts share the upload-signing secret (each has its own data folder)
+    shared_secret = {"PALAESTRA_UPLOAD_SECRET_FILE": str(tmp_path / "upload-secret.json")}
     # two processes started at once: the migration runs once (advisory lock)
     servers: list[ScoreboardServer] = []
     errors: list[BaseException] = []
@@ -48,7 +50,12 @@ def test_postgres_two_processes_share_database_and_store(
     def start(i: int) -> None:
         try:
             servers.append(
-                scoreboard_factory(database_url=postgres_url, storage=store, data_dir=tmp_path / f"proc{i}")
+                scoreboard_factory(
+                    database_url=postgres_url,
+                    storage=store,
+                    data_dir=tmp_path / f"proc{i}",
+                    env=shared_secret,
+                )
             )
         except BaseException as e:
             errors.append(e)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from palaestra.scoreboard.server.logs import SHOWN_REPEATS, CollapseRepeats
-from tests.scoreboard.server_helpers import error_of, wait_until
+from tests.scoreboard.server_helpers import create_file, error_of, wait_until
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+: ")
 
@@ -94,3 +94,25 @@ def test_repeats_of_a_failure_lose_their_traceback_then_are_counted_and_reported
     # plain info lines (the access log) are never collapsed
     info = logging.LogRecord("palaestra.access", logging.INFO, __file__, 1, "GET /", (), None)
     assert all(collapse.filter(info) for _ in range(100))
+
+
+def test_a_client_that_goes_away_mid_upload_is_an_access_line_not_a_failure(fresh_scoreboard_server):
+    import socket
+    from urllib.parse import urlparse
+
+    server = fresh_scoreboard_server
+    with server.client() as c:
+        form = create_file(c, "episode_batch")
+    path = urlparse(form["post_url"]).path
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Type: multipart/form-data; boundary=zzz\r\nContent-Length: 100000\r\n\r\n"
+    )
+    part = b'--zzz\r\nContent-Disposition: form-data; name="file"; filename="f"\r\n\r\n{"data_sources'
+    with socket.create_connection(("127.0.0.1", server.port)) as client:
+        client.sendall(head.encode() + part)
+    wait_until(lambda: f'"POST {path}" ' in server.log_path.read_text())
+    log = server.log_path.read_text()
+    [line] = [x for x in log.splitlines() if f'"POST {path}" ' in x]
+    assert f'"POST {path}" client gone ' in line
+    assert "Traceback" not in log and " ERROR " not in log

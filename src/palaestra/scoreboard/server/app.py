@@ -170,6 +170,8 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
     env["PALAESTRA_SESSION_TTL_S"] = str(config.session_ttl_s)
     env["PALAESTRA_INVITE_TTL_S"] = str(config.invite_ttl_s)
     env["PALAESTRA_GC_INTERVAL_S"] = str(config.gc_interval_s)
+    if config.upload_secret_file:
+        env["PALAESTRA_UPLOAD_SECRET_FILE"] = str(config.upload_secret_file)
     return env
 
 

@@ -43,6 +43,7 @@ ENV_S3_ENDPOINT_URL = "PALAESTRA_S3_ENDPOINT_URL"
 ENV_FFPROBE = "PALAESTRA_FFPROBE"
 ENV_INLINE_HANDLERS = "PALAESTRA_INLINE_HANDLERS"
 ENV_TRUST_PROXY = "PALAESTRA_TRUST_PROXY"
+ENV_UPLOAD_SECRET_FILE = "PALAESTRA_UPLOAD_SECRET_FILE"
 #: Host names of a database on this machine (no host at all: a Unix socket).
 LOCAL_HOSTS = {None, "", "localhost", "127.0.0.1", "::1"}
 #: Integer settings that may also come from the environment (name -> ServerConfig field).
@@ -103,6 +104,8 @@ class ServerConfig:
     max_pending_files: int = DEFAULT_MAX_PENDING_FILES
     #: requests with an invalid API key one client address may send per 10 minutes (0: no limit)
     invalid_keys_per_window: int = DEFAULT_INVALID_KEYS_PER_WINDOW
+    #: the upload-signing secret's file (``None``: ``upload-secret.json`` in the data folder; :mod:`.signing`)
+    upload_secret_file: Path | None = None
     #: on SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut off
     graceful_timeout_s: float = DEFAULT_GRACEFUL_TIMEOUT_S
     #: seconds between clean-ups in the running server (0: none; ``palaestra server gc`` by hand)
@@ -218,5 +221,8 @@ def resolve_config(
         public_url=public.rstrip("/") if public else None,
         s3_endpoint_url=endpoint,
         ffprobe=env.get(ENV_FFPROBE),
+        upload_secret_file=Path(env[ENV_UPLOAD_SECRET_FILE]).expanduser().absolute()
+        if env.get(ENV_UPLOAD_SECRET_FILE)
+        else None,
         **extra,
     )

@@ -22,6 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from palaestra.scoreboard.protocol import NO_PARAM, REQUEST_ID_HEADER
@@ -216,6 +217,7 @@ class RequestMiddleware:
         header = (REQUEST_ID_HEADER.encode(), rid.encode())
         started = time.perf_counter()
         status = 0
+        outcome = "-"
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -235,6 +237,8 @@ class RequestMiddleware:
                 await _answer_quietly(
                     _problem_response(503, CUT_OFF_DETAIL, rid), scope, receive, send_with_id
                 )
+        except ClientDisconnect:
+            outcome = "client gone"  # it went away mid-request: nobody to answer, nothing failed
         except Exception:
             logger.exception("Unexpected error in %s %s (%s)", scope["method"], scope["path"], rid)
             if not status:
@@ -248,7 +252,7 @@ class RequestMiddleware:
                 client[0] if client else "-",
                 scope["method"],
                 _shown_path(scope),
-                status or "-",
+                status or outcome,
                 (time.perf_counter() - started) * 1000,
                 rid,
             )

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import secrets
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -11,12 +10,11 @@ import sqlalchemy as sa
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import migrate
 from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.db import Algorithm, Database, ServerSetting
+from palaestra.scoreboard.server.db import Algorithm, Database
+from palaestra.scoreboard.server.signing import UploadSecret, open_secret
 from palaestra.scoreboard.server.storage import BlobStore, FileStore, open_store
 
 logger = logging.getLogger("palaestra.scoreboard")
-
-UPLOAD_SECRET_SETTING = "upload_secret"
 
 
 @dataclass
@@ -26,8 +24,8 @@ class ServerState:
     config: ServerConfig
     db: Database
     store: BlobStore
-    #: HMAC key of upload URLs, shared by every process on the same database
-    secret: bytes
+    #: signs and checks upload forms; the same secret for every server on the database (:mod:`.signing`)
+    signing: UploadSecret
     #: Whether the busiest handlers may run on the event loop (``deps.run_blocking``): the database
     #: is on this machine and the blobs are a local folder, so nothing they wait on is on the network.
     inline: bool = False
@@ -73,23 +71,6 @@ def _shown(url: str) -> str:
     return sa.make_url(url).render_as_string(hide_password=True)
 
 
-def load_secret(db: Database) -> bytes:
-    """The upload-signing secret, created on first use (the first process to insert it wins)."""
-    with db.read() as session:
-        row = session.get(ServerSetting, UPLOAD_SECRET_SETTING)
-        if row is not None:
-            return bytes.fromhex(row.value)
-    try:
-        with db.write() as session:
-            session.add(ServerSetting(key=UPLOAD_SECRET_SETTING, value=secrets.token_hex(32)))
-    except sa.exc.IntegrityError:
-        pass  # another process created it first
-    with db.read() as session:
-        row = session.get(ServerSetting, UPLOAD_SECRET_SETTING)
-        assert row is not None
-        return bytes.fromhex(row.value)
-
-
 def open_database(config: ServerConfig, migrate_now: bool | None = None) -> Database:
     """The database of ``config``, migrated first unless told not to."""
     if migrate_now if migrate_now is not None else config.migrate_on_start:
@@ -102,11 +83,45 @@ def open_database(config: ServerConfig, migrate_now: bool | None = None) -> Data
 def build_state(config: ServerConfig) -> ServerState:
     """Open (and migrate) the database and the blob store of ``config``."""
     if config.is_sqlite or not config.storage_url.startswith("s3:"):
-        config.data_dir.mkdir(parents=True, exist_ok=True)
+        make_data_dir(config)
     db = open_database(config)
+    if config.is_sqlite:
+        make_private(sa.make_url(config.database_url).database)
     store = open_store(config.storage_url, config.s3_endpoint_url)
     store.check()
     inline = config.inline_handlers
     if inline is None:
         inline = config.database_is_local and isinstance(store, FileStore)
-    return ServerState(config=config, db=db, store=store, secret=load_secret(db), inline=inline)
+    return ServerState(config=config, db=db, store=store, signing=open_secret(config, db), inline=inline)
+
+
+def make_private(database: str | None) -> None:
+    """Make a SQLite database and its -wal/-shm files readable by this user only (0600), also when
+    an older palaestra created them readable by others."""
+    if not database or database == ":memory:":
+        return
+    from pathlib import Path
+
+    for path in (Path(database), Path(f"{database}-wal"), Path(f"{database}-shm")):
+        try:
+            if path.stat().st_mode & 0o077:
+                path.chmod(0o600)
+                logger.info("Made %s readable by this user only (0600)", path)
+        except FileNotFoundError:
+            pass
+        except OSError as e:  # not ours: say so, keep serving
+            logger.warning("Could not make %s private (%s); `chmod 600 %s`", path, e.strerror or e, path)
+
+
+def make_data_dir(config: ServerConfig) -> None:
+    """Create the data folder readable by this user only (0700); warn about one others can read."""
+    config.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    mode = config.data_dir.stat().st_mode & 0o777
+    if mode & 0o077:
+        logger.warning(
+            "The data folder %s can be read by other users (mode %o); `chmod 700 %s` keeps its database, "
+            "blobs and upload secret private",
+            config.data_dir,
+            mode,
+            config.data_dir,
+        )

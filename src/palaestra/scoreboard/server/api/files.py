@@ -4,8 +4,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import time
 from datetime import timedelta
 from typing import Annotated, cast
@@ -27,7 +25,7 @@ from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import FileStore
 
-__all__ = ["file_object", "load_file", "load_files", "own_file", "router", "sign_upload"]
+__all__ = ["file_object", "load_file", "load_files", "own_file", "router"]
 
 router = APIRouter(prefix="/files", tags=["files"])
 
@@ -38,12 +36,6 @@ _FILES = FileRecord.__table__
 _FILE_BY_ID = sa.select(_FILES).where(_FILES.c.id == sa.bindparam("file_id"))
 _FILES_BY_ID = sa.select(_FILES).where(_FILES.c.id.in_(sa.bindparam("file_ids", expanding=True)))
 _INSERT_FILE = sa.insert(FileRecord)
-
-
-def sign_upload(secret: bytes, file_id: str, expires: int, max_bytes: int) -> str:
-    """The HMAC that makes a file's upload form valid (checked by :mod:`.uploads`)."""
-    message = f"{file_id}\n{expires}\n{max_bytes}".encode()
-    return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 
 def file_object(
@@ -64,7 +56,7 @@ def file_object(
             post_url = f"{base}{protocol.API_PREFIX}/uploads/{f.id}"
             post_fields = {
                 "expires": str(expires),
-                "signature": sign_upload(state.secret, f.id, expires, f.max_bytes),
+                "signature": state.signing.sign(f.id, expires, f.max_bytes),
             }
     return protocol.FileObject(
         id=f.id,

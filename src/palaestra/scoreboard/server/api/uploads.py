@@ -8,7 +8,6 @@ validated here, once (:mod:`palaestra.scoreboard.server.ingest`), and stored; th
 
 from __future__ import annotations
 
-import hmac
 import tempfile
 import time
 import uuid
@@ -25,7 +24,7 @@ from starlette.types import Message
 from palaestra.scoreboard.protocol import EpisodeBatch
 from palaestra.scoreboard.server.api.common import not_found
 from palaestra.scoreboard.server.api.deps import State
-from palaestra.scoreboard.server.api.files import load_file, sign_upload
+from palaestra.scoreboard.server.api.files import load_file
 from palaestra.scoreboard.server.body_limits import FORM_OVERHEAD_BYTES
 from palaestra.scoreboard.server.db import FileRecord, utcnow
 from palaestra.scoreboard.server.deps import run_blocking
@@ -146,8 +145,7 @@ def _check_signature(state: ServerState, record: FileRecord, form: Any) -> None:
             "every post_fields entry with the file.",
             "signature",
         )
-    expected = sign_upload(state.secret, record.id, int(expires), record.max_bytes)
-    if not hmac.compare_digest(expected, signature):
+    if not state.signing.verify(record.id, int(expires), record.max_bytes, signature):
         raise Problem(
             401,
             "The upload form's signature does not match; send post_fields exactly as "

@@ -91,7 +91,8 @@ def form_token(request: Request) -> tuple[str, str | None]:
     new_seed = None
     if seed is None:
         seed = new_seed = secrets.token_urlsafe(32)
-    return accounts.csrf_token(state_of(request).secret, seed), new_seed
+    # the server's secret (the upload-signing one; accounts.csrf_token separates the two uses)
+    return accounts.csrf_token(state_of(request).signing.keys.current, seed), new_seed
 
 
 def set_form_cookie(request: Request, response: Response, seed: str) -> None:
@@ -109,7 +110,9 @@ def set_form_cookie(request: Request, response: Response, seed: str) -> None:
 async def _check_csrf(request: Request) -> None:
     form = await request.form()
     token = form.get(CSRF_FIELD)
-    if not accounts.valid_csrf_token(state_of(request).secret, _seed(request), token if isinstance(token, str) else None):
+    seed, sent = _seed(request), token if isinstance(token, str) else None
+    # forms served just before a `palaestra server rotate-secret` still pass while the old secret verifies
+    if not any(accounts.valid_csrf_token(key, seed, sent) for key in state_of(request).signing.verifying_keys()):
         raise CsrfRefused()
 
 
