@@ -17,7 +17,6 @@ from palaestra.envs.board.rules import (
     ENDED_AFTER_REPLY,
     RESIGN,
     BoardGame,
-    GoGame,
     parse_color,
 )
 from palaestra.errors import Error, IllegalMove, ResetNeeded
@@ -91,11 +90,12 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._empty_legal_cells = self._empty_legal[:-1]
         # Moves strictly alternate and the opponent's moves need no check: step() takes the short path.
         self._alternating = self.opponent.always_legal and game.swap_action is None
-        # Go against the random opponent: the board core (C) plays both moves of a step and keeps the
-        # legal row and the planes up to date, both in env order (info's mask and the observation are
-        # plain copies); game.board_core(), None without it. step() then takes _step_core(), which
-        # leaves the engine state behind (_stale): the state property rebuilds it from the core's moves
-        # when it is read, and a finished game is scored from the core's planes (_finish_core()).
+        # Go, and Hex without the swap, against the random opponent: the board core (C) plays both moves
+        # of a step and keeps the legal row and the planes up to date, both in env order (info's mask and
+        # the observation are plain copies); game.board_core(), None without it. step() then takes
+        # _step_core(), which leaves the engine state behind (_stale): the state property rebuilds it
+        # from the core's moves when it is read, and a finished game is described by the core
+        # (_finish_core()).
         self._stale = False
         self._core_legal = bytearray(game.spiel_game.num_distinct_actions() + 1)
         self._core_row = frombuffer(self._core_legal, BOOL)  # a view, made once
@@ -284,7 +284,7 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
     @property
     def state(self) -> Any:
         """The OpenSpiel state of the game in progress (read it; changing it breaks the env). With Go's
-        board core it is rebuilt from the core's moves when read after steps (the same state)."""
+        board core (Go and Hex) it is rebuilt from the core's moves when read after steps (the same state)."""
         if self._stale:
             assert self._core is not None
             state = self.game.new_state()
@@ -335,7 +335,7 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     def _finish_core(self, reply: int | None) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         """_finish() with the board core: the game is over (or resigned); the core's planes are the
-        final ones and say the score, without the engine state (as GoGame.describe_board_end())."""
+        final ones, and the core says who won, without the engine state (game.describe_core_end())."""
         observation = self._core_planes.copy()
         self._done = True
         loser = self._resigned
@@ -343,10 +343,7 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
             self._end_info = {"winner": COLOR_NAMES[1 - loser], "reason": "resignation"}
             reward = -1.0 if loser == self._player else 1.0
         else:
-            core = self._core
-            assert core is not None and isinstance(self.game, GoGame)
-            reason = core.end_reason(0) or ""
-            self._end_info, black_return = self.game.describe_board_end(reason, core.superko(0), observation)
+            self._end_info, black_return = self.game.describe_core_end(self._core, 0, observation)
             reward = black_return if self._player == 0 else -black_return
         self._legal = self._no_moves
         if self._human:
