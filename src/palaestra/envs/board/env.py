@@ -12,6 +12,7 @@ from gymnasium import spaces
 
 from palaestra.envs.board.opponents import Opponent, Policy, RandomOpponent, make_opponent
 from palaestra.envs.board.rules import (
+    BLACK,
     COLOR_NAMES,
     ENDED_AFTER_MOVE,
     ENDED_AFTER_REPLY,
@@ -120,15 +121,31 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._resigned = None
         self._end_info = {}
         self.opponent.reset(int(self.np_random.integers(2**31 - 1)))
+        if self._core is not None:
+            return self._reset_core()
         reply = self._opponent_moves()
-        if self._core is not None:  # the core follows the opening moves
-            self._core.reset(0)
-            for engine_action in self._state.history():
-                self._core.play(0, engine_action)
         observation, _, _, info = self._result(reply)
         if self._human:
             self.render()
         return observation, info
+
+    def _reset_core(self) -> tuple[np.ndarray, dict[str, Any]]:
+        """reset() with the board core, which plays the random opponent's opening move if it has one
+        (the engine state is rebuilt from it when read, as after the core's steps)."""
+        core = self._core
+        assert core is not None
+        core.reset(0)
+        reply = None
+        if self._player != BLACK:
+            # On the empty board every engine action is legal (Go's pass too), so legal_actions() is
+            # range(num_distinct_actions()): RandomOpponent.act()'s pick is the drawn index itself.
+            engine_action = int(self._random_choice() * len(self._from_engine))  # type: ignore[misc]
+            core.play(0, engine_action)
+            reply = self._from_engine[engine_action]
+            self._stale = True
+        if self._human:
+            self.render()
+        return self._core_planes.copy(), {"action_mask": self._core_row.copy(), "opponent_action": reply}
 
     def _step_when_done(self) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._state is None:
