@@ -11,10 +11,10 @@ from the sdist finds them there and runs nothing.
 An editable install (``make setup``) builds them the same way, but only warns without npm: the
 pages then say that charts are unavailable.
 
-It also compiles the one C extension, ``palaestra.envs.board._goboard`` (Go's board core, see
-src/palaestra/envs/board/_goboard.c; needs a C compiler and Python's headers, both in
-scripts/system-packages.txt). It is optional: where it cannot be built, setuptools warns and the Go envs
-play on OpenSpiel alone (the same games, slower).
+It also compiles the two C extensions, ``palaestra.envs.board._goboard`` and ``_hexboard`` (Go's and
+Hex's board cores, see src/palaestra/envs/board/_goboard.c and _hexboard.c; they need a C compiler and
+Python's headers, both in scripts/system-packages.txt). They are optional: where one cannot be built,
+setuptools warns and its envs play on OpenSpiel alone (the same games, slower).
 """
 
 from __future__ import annotations
@@ -92,7 +92,14 @@ GO_BOARD = Extension(
     optional=True,  # the Go envs fall back to OpenSpiel without it
 )
 
+HEX_BOARD = Extension(
+    "palaestra.envs.board._hexboard",
+    sources=["src/palaestra/envs/board/_hexboard.c"],
+    extra_compile_args=["-O2"],
+    optional=True,  # the single Hex env falls back to OpenSpiel without it
+)
+
 setup(
     cmdclass={"build_py": BuildPyWithWebAssets, "sdist": SdistWithWebAssets},
-    ext_modules=[GO_BOARD],
+    ext_modules=[GO_BOARD, HEX_BOARD],
 )

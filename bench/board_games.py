@@ -8,7 +8,9 @@ Every contender plays whole games with uniformly random legal moves (resign neve
   from ``info["action_mask"]``; one ``env.step`` is two moves (the agent's and the opponent's reply),
   with the 3x9x9 observation and the legal mask built every step. Go against the random opponent
   runs on palaestra's Go board core (C, see palaestra/envs/board/_goboard.c) where it is built;
-  ``PALAESTRA_GO_CORE=0`` measures the OpenSpiel path instead.
+  ``PALAESTRA_GO_CORE=0`` measures the OpenSpiel path instead. The single Hex env likewise runs on
+  palaestra's Hex board core (palaestra/envs/board/_hexboard.c; ``PALAESTRA_HEX_CORE=0`` turns it off);
+  the Hex vector env has its own path on OpenSpiel.
 * PettingZoo ``go_v5.env(board_size=9)`` (AEC): one ``env.step`` is one move; the agent picks from
   ``observation["action_mask"]``.
 * palaestra's vector envs: ``gymnasium.make_vec("Go9x9-v0", num_envs=B, opponent="random")``

@@ -108,9 +108,10 @@ def test_the_wheel_installs_anywhere_with_pip_and_serves_pages_with_charts(tmp_p
     for name in PACKAGE_DATA:
         assert name in names, f"the wheel lacks {name}"
         assert f"src/{name}" in sdist_names, f"the sdist lacks {name}"
-    # Go's board core: compiled into the wheel, its C source in the sdist (setup.py's ext_modules)
-    assert any(name.startswith("palaestra/envs/board/_goboard.") and name.endswith(".so") for name in names)
-    assert "src/palaestra/envs/board/_goboard.c" in sdist_names
+    # Go's and Hex's board cores: compiled into the wheel, their C sources in the sdist (setup.py's ext_modules)
+    for core in ("_goboard", "_hexboard"):
+        assert any(name.startswith(f"palaestra/envs/board/{core}.") and name.endswith(".so") for name in names)
+        assert f"src/palaestra/envs/board/{core}.c" in sdist_names
 
     # the core alone, in a folder that is not the repository
     home = tmp_path / "user"

@@ -12,12 +12,12 @@ from gymnasium import spaces
 
 from palaestra.envs.board.opponents import Opponent, Policy, RandomOpponent, make_opponent
 from palaestra.envs.board.rules import (
+    BLACK,
     COLOR_NAMES,
     ENDED_AFTER_MOVE,
     ENDED_AFTER_REPLY,
     RESIGN,
     BoardGame,
-    GoGame,
     parse_color,
 )
 from palaestra.errors import Error, IllegalMove, ResetNeeded
@@ -91,11 +91,12 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._empty_legal_cells = self._empty_legal[:-1]
         # Moves strictly alternate and the opponent's moves need no check: step() takes the short path.
         self._alternating = self.opponent.always_legal and game.swap_action is None
-        # Go against the random opponent: the board core (C) plays both moves of a step and keeps the
-        # legal row and the planes up to date, both in env order (info's mask and the observation are
-        # plain copies); game.board_core(), None without it. step() then takes _step_core(), which
-        # leaves the engine state behind (_stale): the state property rebuilds it from the core's moves
-        # when it is read, and a finished game is scored from the core's planes (_finish_core()).
+        # Go, and Hex without the swap, against the random opponent: the board core (C) plays both moves
+        # of a step and keeps the legal row and the planes up to date, both in env order (info's mask and
+        # the observation are plain copies); game.board_core(), None without it. step() then takes
+        # _step_core(), which leaves the engine state behind (_stale): the state property rebuilds it
+        # from the core's moves when it is read, and a finished game is described by the core
+        # (_finish_core()).
         self._stale = False
         self._core_legal = bytearray(game.spiel_game.num_distinct_actions() + 1)
         self._core_row = frombuffer(self._core_legal, BOOL)  # a view, made once
@@ -120,15 +121,31 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
         self._resigned = None
         self._end_info = {}
         self.opponent.reset(int(self.np_random.integers(2**31 - 1)))
+        if self._core is not None:
+            return self._reset_core()
         reply = self._opponent_moves()
-        if self._core is not None:  # the core follows the opening moves
-            self._core.reset(0)
-            for engine_action in self._state.history():
-                self._core.play(0, engine_action)
         observation, _, _, info = self._result(reply)
         if self._human:
             self.render()
         return observation, info
+
+    def _reset_core(self) -> tuple[np.ndarray, dict[str, Any]]:
+        """reset() with the board core, which plays the random opponent's opening move if it has one
+        (the engine state is rebuilt from it when read, as after the core's steps)."""
+        core = self._core
+        assert core is not None
+        core.reset(0)
+        reply = None
+        if self._player != BLACK:
+            # On the empty board every engine action is legal (Go's pass too), so legal_actions() is
+            # range(num_distinct_actions()): RandomOpponent.act()'s pick is the drawn index itself.
+            engine_action = int(self._random_choice() * len(self._from_engine))  # type: ignore[misc]
+            core.play(0, engine_action)
+            reply = self._from_engine[engine_action]
+            self._stale = True
+        if self._human:
+            self.render()
+        return self._core_planes.copy(), {"action_mask": self._core_row.copy(), "opponent_action": reply}
 
     def _step_when_done(self) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._state is None:
@@ -284,7 +301,7 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
     @property
     def state(self) -> Any:
         """The OpenSpiel state of the game in progress (read it; changing it breaks the env). With Go's
-        board core it is rebuilt from the core's moves when read after steps (the same state)."""
+        board core (Go and Hex) it is rebuilt from the core's moves when read after steps (the same state)."""
         if self._stale:
             assert self._core is not None
             state = self.game.new_state()
@@ -335,7 +352,7 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
 
     def _finish_core(self, reply: int | None) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         """_finish() with the board core: the game is over (or resigned); the core's planes are the
-        final ones and say the score, without the engine state (as GoGame.describe_board_end())."""
+        final ones, and the core says who won, without the engine state (game.describe_core_end())."""
         observation = self._core_planes.copy()
         self._done = True
         loser = self._resigned
@@ -343,10 +360,7 @@ class BoardGameEnv(gymnasium.Env[np.ndarray, np.int64]):
             self._end_info = {"winner": COLOR_NAMES[1 - loser], "reason": "resignation"}
             reward = -1.0 if loser == self._player else 1.0
         else:
-            core = self._core
-            assert core is not None and isinstance(self.game, GoGame)
-            reason = core.end_reason(0) or ""
-            self._end_info, black_return = self.game.describe_board_end(reason, core.superko(0), observation)
+            self._end_info, black_return = self.game.describe_core_end(self._core, 0, observation)
             reward = black_return if self._player == 0 else -black_return
         self._legal = self._no_moves
         if self._human:

@@ -110,6 +110,11 @@ class BoardGame:
         ``env_order`` in the env's; or None where there is none (see :meth:`GoGame.board_core`)."""
         return None
 
+    def describe_core_end(self, core: Any, board: int, planes: np.ndarray) -> tuple[dict[str, Any], float]:
+        """:meth:`describe_end` and black's return of a game that ``core`` (:meth:`board_core`'s) saw end
+        on ``board``, whose final planes are ``planes``, without its engine state."""
+        raise NotImplementedError
+
     def make_observer(self) -> Observer:
         """A reusable observation buffer bound to this game."""
         return Observer(self)
@@ -244,6 +249,9 @@ class GoGame(BoardGame):
         rows = planes.reshape(num_boards, -1)
         return GoBoards(num_boards, self.board_size, self.max_moves, legal, rows, rows.shape[1], env_order)
 
+    def describe_core_end(self, core: Any, board: int, planes: np.ndarray) -> tuple[dict[str, Any], float]:
+        return self.describe_board_end(core.end_reason(board) or "", core.superko(board), planes)
+
     def action_to_string(self, action: int) -> str:
         n = self.board_size
         if action == self.pass_action:
@@ -354,6 +362,27 @@ class HexGame(BoardGame):
         self.resign_action = cells
         self.empty_is_legal = not self.swap
         self.swap_action = cells + 1 if self.swap else None
+
+    def board_core(
+        self, num_boards: int, legal: bytearray, planes: np.ndarray, env_order: bool = False
+    ) -> Any | None:
+        """palaestra's Hex board core (``_hexboard.c``, OpenSpiel's rules without the swap; the engine's
+        cell order is the env's): None with the swap rule, on a 1x1 board (whose one stone OpenSpiel
+        does not count as a win: the game never ends), where the extension was not built, or when the
+        environment variable ``PALAESTRA_HEX_CORE`` is ``0`` (then the env asks OpenSpiel)."""
+        if self.swap or self.board_size < 2 or os.environ.get("PALAESTRA_HEX_CORE", "1") == "0":
+            return None
+        try:
+            from palaestra.envs.board._hexboard import HexBoards
+        except ImportError:
+            return None
+        rows = planes.reshape(num_boards, -1)
+        return HexBoards(num_boards, self.board_size, legal, rows, rows.shape[1])
+
+    def describe_core_end(self, core: Any, board: int, planes: np.ndarray) -> tuple[dict[str, Any], float]:
+        winner = core.winner(board)  # the player who joined its edges: Hex has no draws
+        info = {"winner": COLOR_NAMES[winner], "reason": "connection"}
+        return info, 1.0 if winner == BLACK else -1.0
 
     def action_to_string(self, action: int) -> str:
         n = self.board_size

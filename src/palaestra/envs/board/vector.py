@@ -156,7 +156,8 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         #: Go's board core (C), writing every board's legal row and planes in place, in env order (so
         #: that the batch's mask and observations are plain copies); None without it.
         self._core_planes = np.zeros((num_envs, 3, n, n), np.float32)
-        self._core = game.board_core(num_envs, self._legal, self._core_planes, env_order=True) if alternating else None
+        with_core = alternating and isinstance(game, GoGame)  # Hex's core serves the single env only
+        self._core = game.board_core(num_envs, self._legal, self._core_planes, env_order=True) if with_core else None
         if self._core is not None:
             self._mask_columns = None
         if self._incremental:

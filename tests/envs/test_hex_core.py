@@ -1,0 +1,221 @@
+"""palaestra's Hex board core (``_hexboard.c``) against OpenSpiel, its reference: the same legal moves,
+planes, game ends and winners, move by move, over thousands of random games; and the single Hex env
+with the core against the env without it (PALAESTRA_HEX_CORE=0)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pytest
+
+import palaestra.envs  # noqa: F401  (registers the ids)
+from palaestra.envs.board import rules
+from palaestra.envs.board.hex import HexEnv
+from palaestra.envs.board.rules import BLACK, COLOR_NAMES, HexGame
+
+_hexboard = pytest.importorskip("palaestra.envs.board._hexboard", reason="the Hex board core is not built")
+
+
+class Pair:
+    """One game played on OpenSpiel and on the core at once; every move compares the two."""
+
+    def __init__(self, game: HexGame) -> None:
+        self.game = game
+        self.cells = game.num_cells
+        self.legal = bytearray(self.cells + 1)
+        self.planes = np.zeros(3 * self.cells, np.float32)
+        self.core = game.board_core(1, self.legal, self.planes)
+        assert self.core is not None
+        self.observer = game.make_observer()
+        self.state = game.new_state()
+        self.compare()
+
+    def play(self, engine_action: int) -> None:
+        self.state.apply_action(engine_action)
+        over = self.core.play(0, engine_action)
+        assert over == self.state.is_terminal()
+        self.compare()
+
+    def compare(self) -> None:
+        self.observer.set_from(self.state, 0)
+        np.testing.assert_array_equal(self.planes, self.observer.tensor[: 3 * self.cells])
+        assert self.core.to_play(0) == len(self.state.history()) % 2
+        assert self.core.history(0) == self.state.history()
+        assert self.core.is_over(0) == self.state.is_terminal()
+        if self.state.is_terminal():
+            assert self.legal == bytes(self.cells + 1)  # nothing is legal, resign neither
+            winner = self.core.winner(0)
+            assert winner == self.game.winner(self.state)
+            assert winner == (len(self.state.history()) - 1) % 2  # the last mover joined its edges
+            planes = self.observer.view.copy()
+            info, black_return = self.game.describe_core_end(self.core, 0, planes)
+            assert info == self.game.describe_end(self.state, planes)
+            assert black_return == self.state.returns()[BLACK]
+        else:
+            assert self.legal == bytes([*self.state.legal_actions_mask(), 1])
+            assert self.core.winner(0) is None
+
+
+@pytest.mark.parametrize(("size", "games"), [(2, 200), (3, 500), (5, 800), (9, 400), (11, 100)])
+def test_random_games_match_openspiel_move_by_move(size: int, games: int) -> None:
+    game = HexGame(size)
+    rng = random.Random(size)
+    winners: Counter[int] = Counter()
+    lengths = set()
+    for _ in range(games):
+        pair = Pair(game)
+        while not pair.state.is_terminal():
+            legal = pair.state.legal_actions()
+            pair.play(legal[int(rng.random() * len(legal))])
+        winners[pair.core.winner(0)] += 1
+        lengths.add(len(pair.state.history()))
+    # both colours win, and games end at many lengths (short and board-filling)
+    assert winners[0] and winners[1], winners
+    assert len(lengths) >= min(size, 4), lengths
+
+
+def test_the_edges_and_neighbours_are_openspiels() -> None:
+    game = HexGame(3)
+    # black down the middle column: b1 b2 b3 joins top and bottom
+    pair = Pair(game)
+    for cell in (1, 0, 4, 2, 7):
+        pair.play(cell)
+    assert pair.core.winner(0) == 0
+    # white a2 b2 c2 joins left and right
+    pair = Pair(game)
+    for cell in (0, 3, 1, 4, 8, 5):
+        pair.play(cell)
+    assert pair.core.winner(0) == 1
+    # (r, c) and (r+1, c+1) do not touch: black a1 b2 c3 is no chain
+    pair = Pair(game)
+    for cell in (0, 3, 4, 5, 8):
+        pair.play(cell)
+    assert not pair.core.is_over(0)
+
+
+def test_the_core_refuses_what_openspiel_refuses() -> None:
+    game = HexGame(5)
+    pair = Pair(game)
+    pair.play(12)
+    with pytest.raises(ValueError, match="not a legal engine action"):
+        pair.core.play(0, 12)  # taken
+    with pytest.raises(ValueError, match="not a legal engine action"):
+        pair.core.play(0, game.num_cells)  # resign is not the engine's
+    with pytest.raises(IndexError, match="board 1 out of range"):
+        pair.core.play(1, 0)
+    with pytest.raises(ValueError, match=r"not a float in \[0, 1\)"):
+        pair.core.play_random(0, 0, lambda: 1.0)
+    pair.state.apply_action(0)  # the agent's move before the bad draw stands, and nothing else changed
+    pair.compare()
+    with pytest.raises(ValueError, match="planes"):
+        game.board_core(2, bytearray(2 * (game.num_cells + 1)), np.zeros(2 * 3 * game.num_cells, np.float64))
+    with pytest.raises(ValueError, match="legal"):
+        game.board_core(2, bytearray(10), np.zeros(2 * 3 * game.num_cells, np.float32))
+    # a finished game takes no more moves
+    pair = Pair(HexGame(2))
+    for cell in (0, 1, 2):
+        pair.play(cell)
+    with pytest.raises(ValueError, match="the game is over"):
+        pair.core.play(0, 3)
+    # OpenSpiel never ends a game on 1x1 (its one stone is no win): the env keeps OpenSpiel's path there
+    assert HexGame(1).board_core(1, bytearray(2), np.zeros(3, np.float32)) is None
+
+
+def test_the_codes_are_the_extensions() -> None:
+    for name in ("ENDED_AFTER_MOVE", "ENDED_AFTER_REPLY"):
+        assert getattr(_hexboard, name) == getattr(rules, name)
+
+
+def test_play_random_picks_as_the_random_opponent_does() -> None:
+    # The opponent's reply is the int(r * n)-th of OpenSpiel's legal_actions(), as RandomOpponent.act() picks.
+    game = HexGame(9)
+    for seed in range(20):
+        pair = Pair(game)
+        rng, mirror = random.Random(seed), random.Random(seed)
+        while True:
+            legal = pair.state.legal_actions()
+            action = legal[int(rng.random() * len(legal))]
+            mirror.random()
+            reply = pair.core.play_random(0, action, rng.random)
+            pair.state.apply_action(action)
+            if pair.state.is_terminal():
+                assert reply == rules.ENDED_AFTER_MOVE
+                break
+            options = pair.state.legal_actions()
+            expected = options[int(mirror.random() * len(options))]
+            pair.state.apply_action(expected)
+            if pair.state.is_terminal():
+                assert reply == rules.ENDED_AFTER_REPLY - expected
+                break
+            assert reply == expected
+            pair.compare()
+        pair.compare()
+
+
+# -- the env with the core and without it -----------------------------------------------------------
+def assert_same(a: Any, b: Any) -> None:
+    if isinstance(a, dict):
+        assert a.keys() == b.keys()
+        for key in a:
+            assert_same(a[key], b[key])
+    elif isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            assert_same(x, y)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    else:
+        assert type(a) is type(b) and a == b
+
+
+@pytest.mark.parametrize(("player_color", "size"), [("black", 7), ("white", 7), ("black", 3), ("white", 11)])
+def test_single_env_with_the_core_plays_the_same_games(
+    monkeypatch: pytest.MonkeyPatch, player_color: str, size: int
+) -> None:
+    records = []
+    for core in (True, False):
+        monkeypatch.setenv("PALAESTRA_HEX_CORE", "1" if core else "0")
+        env = HexEnv(opponent="random", board_size=size, player_color=player_color, render_mode="ansi")
+        assert (env._core is not None) == core
+        resign = env.resign_action
+        rng = random.Random(0)
+        wild_rate = 1 / resign  # about a third of the games end with an illegal move or resign
+        record: list[Any] = []
+        for seed in range(40):
+            obs, info = env.reset(seed=seed)
+            record.append((obs, info))
+            done = False
+            while not done:
+                legal = np.flatnonzero(info["action_mask"][:-1])
+                wild = rng.random()
+                # now and then any action: a taken cell (an illegal move), an empty cell or resign
+                action = int(legal[int(rng.random() * len(legal))]) if wild > wild_rate else int(wild * resign * (resign + 1))
+                obs, reward, done, _, info = env.step(action)
+                record.append((obs, reward, done, info))
+                if rng.random() < 0.02:
+                    record.append(env.render())
+            record.append((env.state.history(), env.render(), env.step(0)))
+        env.close()
+        records.append(record)
+    assert_same(records[0], records[1])
+    reasons = Counter(step[3].get("reason") for step in records[0] if isinstance(step, tuple) and len(step) == 4)
+    assert reasons["connection"] > 0 and reasons["illegal move"] + reasons["resignation"] > 0, reasons
+    assert {step[3].get("winner") for step in records[0] if isinstance(step, tuple) and len(step) == 4} >= set(
+        COLOR_NAMES
+    )
+
+
+def test_the_core_is_left_out_where_the_env_needs_openspiel(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert HexEnv(opponent="random")._core is not None
+    assert HexEnv(opponent="random", swap=True)._core is None  # the swap: OpenSpiel's path
+    assert HexEnv(opponent="mcts:2")._core is None
+    envs = gymnasium.make_vec("Hex9x9-v0", num_envs=2, vectorization_mode="vector_entry_point", opponent="random")
+    assert envs.unwrapped._core is None  # type: ignore[attr-defined]  (the vector's own Hex path)
+    envs.close()
+    monkeypatch.setenv("PALAESTRA_HEX_CORE", "0")
+    assert HexEnv(opponent="random")._core is None
