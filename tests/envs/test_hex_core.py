@@ -127,6 +127,30 @@ def test_the_core_refuses_what_openspiel_refuses() -> None:
     assert HexGame(1).board_core(1, bytearray(2), np.zeros(3, np.float32)) is None
 
 
+def test_step_random_refuses_bad_batches_and_keeps_what_was_played() -> None:
+    game = HexGame(3)
+    legal = bytearray(2 * (game.num_cells + 1))
+    core = game.board_core(2, legal, np.zeros(2 * 3 * game.num_cells, np.float32))
+    draws = [random.Random(0).random, random.Random(1).random]
+    with pytest.raises(TypeError, match="lists of 2 items"):
+        core.step_random([0], [False, False], draws, [-1, -1], False)
+    with pytest.raises(TypeError, match="lists of 2 items"):
+        core.step_random((0, 0), [False, False], draws, [-1, -1], False)
+    replies = [-1, -1]
+    with pytest.raises(ValueError, match="11 is not a Hex action"):
+        core.step_random([0, 11], [False, False], draws, replies, False)
+    # the boards before the error played (their replies reported), the others did not
+    assert core.history(0) == [0, replies[0]] and replies[0] >= 0 and replies[1] == -1 and core.history(1) == []
+    with pytest.raises(ValueError, match=r"not a float in \[0, 1\)"):
+        core.step_random([1, 0], [True, False], [draws[0], lambda: -0.5], replies, False)
+    assert core.history(1) == [0] and replies[1] == -1  # the agent's move before the bad draw stands
+    core.reset(1)
+    # boards marked over are left alone; resign and a taken cell are reported, nothing played
+    assert core.step_random([9, 0], [False, True], draws, replies, False) == [(0, rules.STEP_RESIGNED)]
+    assert core.step_random([0, 0], [False, False], draws, replies, True) == [(0, rules.STEP_ILLEGAL)]
+    assert core.history(0) == [0, replies[0]] and core.history(1) == []  # stop_at_illegal: board 1 untouched
+
+
 def test_the_codes_are_the_extensions() -> None:
     for name in ("ENDED_AFTER_MOVE", "ENDED_AFTER_REPLY"):
         assert getattr(_hexboard, name) == getattr(rules, name)
