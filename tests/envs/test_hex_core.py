@@ -1,6 +1,6 @@
 """palaestra's Hex board core (``_hexboard.c``) against OpenSpiel, its reference: the same legal moves,
-planes, game ends and winners, move by move, over thousands of random games; and the single Hex env
-with the core against the env without it (PALAESTRA_HEX_CORE=0)."""
+planes, game ends and winners, move by move, over thousands of random games; and the single and the
+vector Hex envs with the core against the envs without it (PALAESTRA_HEX_CORE=0)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,13 @@ from typing import Any
 import gymnasium
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 import palaestra.envs  # noqa: F401  (registers the ids)
 from palaestra.envs.board import rules
 from palaestra.envs.board.hex import HexEnv
 from palaestra.envs.board.rules import BLACK, COLOR_NAMES, HexGame
+from palaestra.errors import IllegalMove
 
 _hexboard = pytest.importorskip("palaestra.envs.board._hexboard", reason="the Hex board core is not built")
 
@@ -125,6 +127,30 @@ def test_the_core_refuses_what_openspiel_refuses() -> None:
     assert HexGame(1).board_core(1, bytearray(2), np.zeros(3, np.float32)) is None
 
 
+def test_step_random_refuses_bad_batches_and_keeps_what_was_played() -> None:
+    game = HexGame(3)
+    legal = bytearray(2 * (game.num_cells + 1))
+    core = game.board_core(2, legal, np.zeros(2 * 3 * game.num_cells, np.float32))
+    draws = [random.Random(0).random, random.Random(1).random]
+    with pytest.raises(TypeError, match="lists of 2 items"):
+        core.step_random([0], [False, False], draws, [-1, -1], False)
+    with pytest.raises(TypeError, match="lists of 2 items"):
+        core.step_random((0, 0), [False, False], draws, [-1, -1], False)
+    replies = [-1, -1]
+    with pytest.raises(ValueError, match="11 is not a Hex action"):
+        core.step_random([0, 11], [False, False], draws, replies, False)
+    # the boards before the error played (their replies reported), the others did not
+    assert core.history(0) == [0, replies[0]] and replies[0] >= 0 and replies[1] == -1 and core.history(1) == []
+    with pytest.raises(ValueError, match=r"not a float in \[0, 1\)"):
+        core.step_random([1, 0], [True, False], [draws[0], lambda: -0.5], replies, False)
+    assert core.history(1) == [0] and replies[1] == -1  # the agent's move before the bad draw stands
+    core.reset(1)
+    # boards marked over are left alone; resign and a taken cell are reported, nothing played
+    assert core.step_random([9, 0], [False, True], draws, replies, False) == [(0, rules.STEP_RESIGNED)]
+    assert core.step_random([0, 0], [False, False], draws, replies, True) == [(0, rules.STEP_ILLEGAL)]
+    assert core.history(0) == [0, replies[0]] and core.history(1) == []  # stop_at_illegal: board 1 untouched
+
+
 def test_the_codes_are_the_extensions() -> None:
     for name in ("ENDED_AFTER_MOVE", "ENDED_AFTER_REPLY"):
         assert getattr(_hexboard, name) == getattr(rules, name)
@@ -168,7 +194,10 @@ def assert_same(a: Any, b: Any) -> None:
             assert_same(x, y)
     elif isinstance(a, np.ndarray):
         assert a.dtype == b.dtype and a.shape == b.shape
-        np.testing.assert_array_equal(a, b)
+        if a.dtype == object:  # the vector env's info values: None, str or final observations
+            assert_same(list(a), list(b))
+        else:
+            np.testing.assert_array_equal(a, b)
     else:
         assert type(a) is type(b) and a == b
 
@@ -215,7 +244,99 @@ def test_the_core_is_left_out_where_the_env_needs_openspiel(monkeypatch: pytest.
     assert HexEnv(opponent="random", swap=True)._core is None  # the swap: OpenSpiel's path
     assert HexEnv(opponent="mcts:2")._core is None
     envs = gymnasium.make_vec("Hex9x9-v0", num_envs=2, vectorization_mode="vector_entry_point", opponent="random")
-    assert envs.unwrapped._core is None  # type: ignore[attr-defined]  (the vector's own Hex path)
+    assert envs.unwrapped._core is not None  # type: ignore[attr-defined]
     envs.close()
+    for kwargs in ({"swap": True}, {"opponent": "mcts:2"}, {"board_size": 1}):
+        envs = gymnasium.make_vec("Hex9x9-v0", num_envs=2, vectorization_mode="vector_entry_point", **{"opponent": "random", **kwargs})
+        assert envs.unwrapped._core is None, kwargs  # type: ignore[attr-defined]  (the vector's own Hex paths)
+        envs.close()
     monkeypatch.setenv("PALAESTRA_HEX_CORE", "0")
     assert HexEnv(opponent="random")._core is None
+    envs = gymnasium.make_vec("Hex9x9-v0", num_envs=2, vectorization_mode="vector_entry_point", opponent="random")
+    assert envs.unwrapped._core is None  # type: ignore[attr-defined]
+    envs.close()
+
+
+def test_the_step_event_codes_are_the_extensions() -> None:
+    for name in ("STEP_RESIGNED", "STEP_ILLEGAL", "STEP_ENDED"):
+        assert getattr(_hexboard, name) == getattr(rules, name)
+
+
+def run_vector(monkeypatch: pytest.MonkeyPatch, core: bool, steps: int, **kwargs: Any) -> list[Any]:
+    """What a vector Hex env returns over ``steps`` steps of a seeded agent that also tries illegal
+    moves (taken cells) and resigns now and then; with autoreset disabled, the finished boards are
+    reset (reset_mask) every few steps."""
+    monkeypatch.setenv("PALAESTRA_HEX_CORE", "1" if core else "0")
+    envs = gymnasium.make_vec("Hex9x9-v0", vectorization_mode="vector_entry_point", opponent="random", **kwargs)
+    assert (envs.unwrapped._core is not None) == core  # type: ignore[attr-defined]
+    disabled = envs.unwrapped.autoreset_mode is AutoresetMode.DISABLED  # type: ignore[attr-defined]
+    rng = np.random.default_rng(0)
+    obs, info = envs.reset(seed=3)
+    record: list[Any] = [obs, info]
+    for step in range(steps):
+        scores = rng.random(info["action_mask"].shape) * info["action_mask"]
+        actions = scores.argmax(1)
+        wild = rng.random(len(actions))
+        actions[wild < 0.02] = rng.integers(0, scores.shape[1], size=int((wild < 0.02).sum()))  # taken cells, resign
+        obs, reward, terminated, truncated, info = envs.step(actions)
+        record.append((obs, reward, terminated, truncated, info))
+        if disabled and step % 7 == 6:
+            finished = ~info["action_mask"].any(1)
+            obs, info = envs.reset(options={"reset_mask": finished})
+            record.append((obs, info))
+    record.append(envs.render())
+    record.append([envs.unwrapped._engine_state(b).history() for b in range(envs.num_envs)])  # type: ignore[attr-defined]
+    envs.close()
+    return record
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"num_envs": 8, "board_size": 9},
+        {"num_envs": 6, "board_size": 5, "player_color": "white", "autoreset_mode": AutoresetMode.SAME_STEP},
+        {"num_envs": 5, "board_size": 3, "autoreset_mode": AutoresetMode.DISABLED},
+        {"num_envs": 4, "board_size": 4, "player_color": "white", "autoreset_mode": AutoresetMode.DISABLED},
+        {"num_envs": 3, "board_size": 11, "player_color": "white"},
+        {"num_envs": 5, "board_size": 2, "autoreset_mode": AutoresetMode.SAME_STEP},
+    ],
+)
+def test_vector_env_with_the_core_plays_the_same_games(monkeypatch: pytest.MonkeyPatch, kwargs: dict) -> None:
+    kwargs = {**kwargs, "render_mode": "ansi"}
+    with_core = run_vector(monkeypatch, True, 300, **kwargs)
+    without = run_vector(monkeypatch, False, 300, **kwargs)
+    assert_same(with_core, without)
+    steps = [step for step in with_core[2:-2] if len(step) == 5]
+    reasons = Counter(r for step in steps for r in step[4].get("reason", []) if r is not None)
+    assert reasons["connection"] >= 3 and reasons["illegal move"] + reasons["resignation"] > 0, reasons
+    winners = {w for step in steps for w in step[4].get("winner", []) if w is not None}
+    assert winners == set(COLOR_NAMES)
+    assert any(step[1].any() for step in steps) and any((step[1] < 0).any() for step in steps)
+
+
+@pytest.mark.parametrize("player_color", ["black", "white"])
+def test_vector_env_with_the_core_raises_on_the_first_illegal_move(
+    monkeypatch: pytest.MonkeyPatch, player_color: str
+) -> None:
+    records = []
+    for core in (True, False):
+        monkeypatch.setenv("PALAESTRA_HEX_CORE", "1" if core else "0")
+        envs = gymnasium.make_vec(
+            "Hex9x9-v0", num_envs=3, opponent="random", illegal_move_mode="raise", player_color=player_color
+        )
+        assert (envs.unwrapped._core is not None) == core  # type: ignore[attr-defined]
+        _, info = envs.reset(seed=0)
+        taken = int(np.flatnonzero(~info["action_mask"][1][:-1])[0]) if player_color == "white" else None
+        if taken is None:
+            envs.step(np.array([40, 40, 40]))
+            taken = 40
+        free = [int(np.flatnonzero(row[:-1])[0]) for row in envs.unwrapped._legal_rows]  # type: ignore[attr-defined]
+        with pytest.raises(IllegalMove, match=f"{rules.HEX_COLUMNS[taken % 9]}{taken // 9 + 1} .action {taken}. on board 1"):
+            envs.step(np.array([free[0], taken, free[2]]))
+        # board 0 played its move (and the opponent replied), board 2 did not: the same in both
+        after = envs.step(np.array([int(np.flatnonzero(row[:-1])[0]) for row in envs.unwrapped._legal_rows]))  # type: ignore[attr-defined]
+        records.append((after, [envs.unwrapped._engine_state(b).history() for b in range(3)]))  # type: ignore[attr-defined]
+        envs.close()
+    assert_same(records[0], records[1])
+    histories = records[0][1]
+    assert len(histories[0]) == len(histories[2]) + 2

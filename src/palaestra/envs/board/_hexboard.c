@@ -36,6 +36,12 @@
 #define ENDED_AFTER_MOVE (-1)
 #define ENDED_AFTER_REPLY (-2)
 
+/* Events of step_random() on a board (as _goboard.c's): the agent resigned, chose an illegal move, or
+ * the game ended. */
+#define STEP_RESIGNED 1
+#define STEP_ILLEGAL 2
+#define STEP_ENDED 3
+
 typedef struct {
     uint8_t color[MAX_CELLS];
     int16_t parent[MAX_CELLS + 4]; /* the cells, then the edges: top, bottom, left, right */
@@ -216,6 +222,73 @@ static PyObject *HexBoards_play_random(HexBoards *g, PyObject *const *args, Py_s
     return PyLong_FromLong(next == 0 ? ENDED_AFTER_REPLY - reply : reply);
 }
 
+static int append_event(PyObject *events, int b, int event) {
+    PyObject *pair = Py_BuildValue("(ii)", b, event);
+    if (pair == NULL) return -1;
+    int failed = PyList_Append(events, pair);
+    Py_DECREF(pair);
+    return failed;
+}
+
+/* One step of every board against the random opponent (the vector env's hot path: one call per
+ * batch instead of one per board). Hex actions are engine actions; resign is the legal row's last
+ * column. */
+static PyObject *HexBoards_step_random(HexBoards *g, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "step_random(actions, over, draws, replies, stop_at_illegal) takes 5 arguments");
+        return NULL;
+    }
+    PyObject *actions = args[0], *over = args[1], *draws = args[2], *replies = args[3];
+    int stop_at_illegal = PyObject_IsTrue(args[4]);
+    if (stop_at_illegal < 0) return NULL;
+    if (!PyList_CheckExact(actions) || !PyList_CheckExact(over) || !PyList_CheckExact(draws) ||
+        !PyList_CheckExact(replies) || PyList_GET_SIZE(actions) != g->num_boards ||
+        PyList_GET_SIZE(over) != g->num_boards || PyList_GET_SIZE(draws) != g->num_boards ||
+        PyList_GET_SIZE(replies) != g->num_boards) {
+        PyErr_Format(PyExc_TypeError, "step_random: actions, over, draws and replies must be lists of %d items",
+                     g->num_boards);
+        return NULL;
+    }
+    PyObject *events = PyList_New(0);
+    if (events == NULL) return NULL;
+    const long resign = g->width - 1;
+    for (int b = 0; b < g->num_boards; b++) {
+        if (PyList_GET_ITEM(over, b) == Py_True) continue;
+        long action = PyLong_AsLong(PyList_GET_ITEM(actions, b));
+        if (action == -1 && PyErr_Occurred()) goto fail;
+        if (action < 0 || action > resign) {
+            PyErr_Format(PyExc_ValueError, "step_random: %ld is not a Hex action", action);
+            goto fail;
+        }
+        if (action == resign || !row_of(g, b)[action]) {
+            int illegal = action != resign;
+            if (append_event(events, b, illegal ? STEP_ILLEGAL : STEP_RESIGNED) < 0) goto fail;
+            if (illegal && stop_at_illegal) break;
+            continue;
+        }
+        int count = play(g, b, action);
+        if (count < 0) goto fail;
+        if (count == 0) {
+            if (append_event(events, b, STEP_ENDED) < 0) goto fail;
+            continue;
+        }
+        long reply = random_reply(g, b, count, PyList_GET_ITEM(draws, b));
+        if (reply < 0) goto fail;
+        int next = play(g, b, reply);
+        if (next < 0) goto fail;
+        PyObject *reply_object = PyLong_FromLong(reply);
+        if (reply_object == NULL) goto fail;
+        PyObject *old = PyList_GET_ITEM(replies, b);
+        PyList_SET_ITEM(replies, b, reply_object);
+        Py_DECREF(old);
+        if (next == 0 && append_event(events, b, STEP_ENDED) < 0) goto fail;
+    }
+    return events;
+fail:
+    Py_DECREF(events);
+    return NULL;
+}
+
 static PyObject *HexBoards_history(HexBoards *g, PyObject *arg) {
     int b;
     if (!board_index(g, arg, &b)) return NULL;
@@ -320,6 +393,14 @@ static PyMethodDef HexBoards_methods[] = {
      "play_random(board, action, draw) -> reply: play(board, action), then the random opponent's reply, the\n"
      "int(draw() * n)-th of the n empty cells in ascending order (draw() is called only if the game goes\n"
      "on). The reply; -1 if the game ended with the action, -2 - reply if it ended with the reply."},
+    {"step_random", (PyCFunction)(void (*)(void))HexBoards_step_random, METH_FASTCALL,
+     "step_random(actions, over, draws, replies, stop_at_illegal) -> events: one step of every board\n"
+     "against the random opponent (each reply drawn as play_random draws it). Lists of one item per board:\n"
+     "the agent's actions; whether the board is to be left alone (True); the opponents' draw() callables;\n"
+     "the replies (set to the opponent's action where it replied, else left). The events, in board order:\n"
+     "(board, STEP_RESIGNED or STEP_ILLEGAL), where nothing was played, and (board, STEP_ENDED), where the\n"
+     "game ended with the agent's move or the reply. With stop_at_illegal the boards after the first\n"
+     "illegal action are left alone."},
     {"history", (PyCFunction)HexBoards_history, METH_O, "history(board) -> the engine actions played."},
     {"winner", (PyCFunction)HexBoards_winner, METH_O,
      "winner(board) -> 0 (black) or 1 (white) once the game is over, None before."},
@@ -358,7 +439,10 @@ PyMODINIT_FUNC PyInit__hexboard(void) {
         return NULL;
     }
     if (PyModule_AddIntConstant(module, "ENDED_AFTER_MOVE", ENDED_AFTER_MOVE) < 0 ||
-        PyModule_AddIntConstant(module, "ENDED_AFTER_REPLY", ENDED_AFTER_REPLY) < 0) {
+        PyModule_AddIntConstant(module, "ENDED_AFTER_REPLY", ENDED_AFTER_REPLY) < 0 ||
+        PyModule_AddIntConstant(module, "STEP_RESIGNED", STEP_RESIGNED) < 0 ||
+        PyModule_AddIntConstant(module, "STEP_ILLEGAL", STEP_ILLEGAL) < 0 ||
+        PyModule_AddIntConstant(module, "STEP_ENDED", STEP_ENDED) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -15,9 +15,15 @@ column, which the per-board loop reads (is the agent's move legal?) and writes, 
 (B, columns) array: ``info["action_mask"]`` is a copy of it in env-action order, one numpy call per
 step. What a step updates, measured by ``bench/board_games.py``:
 
-* Hex against the random opponent, without the swap rule: only the cells the two moves filled, in
-  the planes and in the mask (a Hex move changes nothing else); the opponent draws a uniform empty
-  cell from the board's legal row, and the engine only applies the moves.
+* Hex against the random opponent, without the swap rule: palaestra's Hex board core
+  (``_hexboard.c``) plays the whole batch in one call, as Go's below: per board the agent's move and
+  the opponent's reply (the same draw from the board's generator as ``RandomOpponent``'s: the
+  ``int(draw() * n)``-th of the ``n`` empty cells), each writing only its cell in the legal row and the
+  planes (a Hex move changes nothing else) and joining it to its neighbours of its colour to find the
+  game's end. OpenSpiel is not called on the way (tests/envs/test_hex_core.py plays the env with and
+  without the core side by side). Without the core (not built, ``PALAESTRA_HEX_CORE=0``, a 1x1
+  board): the same cells written from Python, the engine applying the moves and listing the empty
+  cells for the reply. bench/board_games.py at 64 boards: see docs/board-games.md.
 * Go against the random opponent: palaestra's Go board core (``_goboard.c``, a C extension built by
   setup.py) plays the whole batch in one call: per board the agent's move, the opponent's reply (the
   same draw from the board's generator as the single env's), the captures, the ko point, the legal
@@ -153,17 +159,16 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         random_opponents = all(r is not None for r in self._randoms)
         alternating = random_opponents and game.swap_action is None
         self._incremental = alternating and isinstance(game, HexGame)
-        #: Go's board core (C), writing every board's legal row and planes in place, in env order (so
-        #: that the batch's mask and observations are plain copies); None without it.
+        #: The game's board core (C: Go's or Hex's), writing every board's legal row and planes in place,
+        #: in env order (so that the batch's mask and observations are plain copies); None without it.
         self._core_planes = np.zeros((num_envs, 3, n, n), np.float32)
-        with_core = alternating and isinstance(game, GoGame)  # Hex's core serves the single env only
-        self._core = game.board_core(num_envs, self._legal, self._core_planes, env_order=True) if with_core else None
+        self._core = game.board_core(num_envs, self._legal, self._core_planes, env_order=True) if alternating else None
         if self._core is not None:
             self._mask_columns = None
-        if self._incremental:
+            self._incremental = False  # (Hex's Python path below: the core writes the cells itself)
+            self._step_boards = self._step_core
+        elif self._incremental:
             self._step_boards = self._step_hex_random
-        elif self._core is not None:
-            self._step_boards = self._step_go_core
         elif alternating and isinstance(game, GoGame):
             self._step_boards = self._step_go_random
         else:
@@ -262,8 +267,8 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     # -- the three ways to step the boards ------------------------------------------------------------
     # Each loop is the hot path of every batched training loop: flat, with what it needs bound to locals
     # (bench/board_games.py). Rare cases (illegal moves, resignations, ended games) leave through methods.
-    def _step_go_core(self, actions: list[int], replies: list[int], ended: list[int]) -> None:
-        """Go against the random opponent with the board core: one C call plays every board's two
+    def _step_core(self, actions: list[int], replies: list[int], ended: list[int]) -> None:
+        """Go or Hex against the random opponent with the board core: one C call plays every board's two
         moves (each opponent drawing from its board's generator, as the single env does) and updates
         the legal rows and planes in place; the engine states wait (see _engine_state())."""
         events = self._core.step_random(  # type: ignore[union-attr]
@@ -334,13 +339,10 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             if state.is_terminal():
                 self._end(b, None, ended)
                 continue
-            # The random opponent: a uniform empty cell, by rejection from this board's legal row (the
-            # legal Hex moves are the empty cells): under 2 draws a move on average in random games,
-            # where asking the engine for legal_actions() costs more than both moves.
-            draw = randoms[b]
-            reply = int(draw() * cells)  # type: ignore[misc]
-            while not legal[base + reply]:
-                reply = int(draw() * cells)  # type: ignore[misc]
+            # The random opponent's draw (RandomOpponent.act's, which the board core makes too): the
+            # int(draw() * n)-th of the n empty cells (the legal Hex moves), in ascending order.
+            options = state.legal_actions()
+            reply = options[int(randoms[b]() * len(options))]  # type: ignore[misc]
             state.apply_action(reply)
             legal[base + reply] = 0
             replies[b] = reply
@@ -493,9 +495,7 @@ class BoardGameVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
         """The ending (info keys and reward) of board ``b``'s game, played by the board core."""
         if loser is not None:
             return {"winner": COLOR_NAMES[1 - loser], "reason": "resignation", "reward": -1.0 if loser == self._player else 1.0}
-        assert isinstance(self.game, GoGame) and self._core is not None
-        reason = self._core.end_reason(b) or ""
-        info, black_return = self.game.describe_board_end(reason, self._core.superko(b), self._core_planes[b])
+        info, black_return = self.game.describe_core_end(self._core, b, self._core_planes[b])
         info["reward"] = black_return if self._player == 0 else -black_return
         return info
 
