@@ -376,6 +376,8 @@ class HexGame(BoardGame):
             from palaestra.envs.board._hexboard import HexBoards
         except ImportError:
             return None
+        if not hasattr(HexBoards, "step_random"):  # a core compiled before the vector env used it
+            return None
         rows = planes.reshape(num_boards, -1)
         return HexBoards(num_boards, self.board_size, legal, rows, rows.shape[1])
 
