@@ -71,7 +71,9 @@ def test_games_outside_a_table_and_non_atari_envs_have_no_normalised_score() -> 
     assert normalisation.human_normalised("ALE/Pong-v5", None) is None
     assert normalisation.human_normalised("ALE/Pong-v5", float("nan")) is None
     assert normalisation.game_of("ALE/Tetris-v5") is None  # an ale-py game no table scores
-    assert normalisation.game_of("ALE/Pong-v4") is None and normalisation.game_of("PongNoFrameskip-v5") is None
+    assert (
+        normalisation.game_of("ALE/Pong-v4") is None and normalisation.game_of("PongNoFrameskip-v5") is None
+    )
     with pytest.raises(Error, match="atari57, dqn2015"):
         normalisation.table("atari200")
     with pytest.raises(Error, match="no scores for the game 'phoenix'"):

@@ -189,7 +189,11 @@ def env_ids(game: str) -> list[str]:
     out = [f"ALE/{name}-v5"]
     for version in ("v4", "v0"):
         for obs in ("", "-ram"):
-            out += [f"{name}{obs}NoFrameskip-{version}", f"{name}{obs}-{version}", f"{name}{obs}Deterministic-{version}"]
+            out += [
+                f"{name}{obs}NoFrameskip-{version}",
+                f"{name}{obs}-{version}",
+                f"{name}{obs}Deterministic-{version}",
+            ]
     return out
 
 
