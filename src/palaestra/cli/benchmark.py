@@ -194,9 +194,9 @@ def _print_profile(profile: dict[str, Any] | None) -> None:
     taus = profile["taus"]
     print("  performance profile      fraction of runs scoring above tau [95% CI]:")
     for tau in PROFILE_PRINTED_TAUS:
-        if tau > taus[-1] + 1e-9:
-            break
         i = min(range(len(taus)), key=lambda j: abs(taus[j] - tau))
+        if abs(taus[i] - tau) > 1e-9:
+            continue  # not a threshold of this profile
         print(
             f"    tau = {taus[i]:<5g}              {_fmt(profile['fraction'][i])}  "
             f"[{_fmt(profile['low'][i])}, {_fmt(profile['high'][i])}]"
