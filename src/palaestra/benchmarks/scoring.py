@@ -15,6 +15,10 @@ evaluation, with one entry per task of the env):
   score = ``clip((mean(r) - floor) / (ceiling - floor), 0, 1)``.
 * :class:`RewardPerTime`: ``sum(r) / elapsed training seconds``, clipped the same way; never "solved".
 
+palaestra adds :class:`HumanNormalised` (the Atari benchmarks): ClipTo01ThenAverage's episodes,
+neither padded nor clipped, ``(mean(r) - floor) / (ceiling - floor)`` with the random and human
+scores of a table of :mod:`palaestra.benchmarks.normalisation` as floor and ceiling.
+
 The budget: the first episode whose cumulative steps exceed ``max_timesteps`` (or whose cumulative
 duration exceeds ``max_seconds``) and everything after it are excluded.
 
