@@ -21,6 +21,8 @@ from palaestra.scoreboard.server.web.benchmarks import AGGREGATE_REPS, PROFILE_R
 from palaestra.scoreboard.server.web.render import fmt_number
 from tests.scoreboard.server_helpers import ScoreboardServer
 from tests.web import web_recordings
+from tests.web.test_browser import _no_page_errors
+from tests.web.web_helpers import require_vendor_assets, screenshot
 
 pytest.importorskip("ale_py")
 pytestmark = pytest.mark.slow  # 17 uploads; the server rescores the run at each of its 15
@@ -124,3 +126,18 @@ def test_the_atari5_page_reports_human_normalised_statistics_over_seeds(board: A
         f'<td class="num">{fmt_number(qbert.random)}</td><td class="num">{fmt_number(qbert.human)}</td></tr>'
     )
     assert row in page, "Q*bert's random and human scores in the task table"
+
+
+@pytest.mark.browser
+def test_the_atari5_profiles_are_drawn_to_eight_times_human(page: Any, board: AtariBoard) -> None:
+    require_vendor_assets()
+    pg, record = page
+    pg.goto(f"{board.server.url}/benchmarks/Atari-5")
+    profiles = pg.locator("#chart-profiles[data-bands]")
+    profiles.wait_for()
+    assert profiles.get_attribute("data-series") == "1"
+    assert pg.evaluate("window.palaestraStatsCharts[2].scales.x.max") == 8
+    assert pg.evaluate("window.palaestraStatsCharts[0].axes[0]._values") == ATARI_5_IDS
+    pg.locator("#statistics").scroll_into_view_if_needed()
+    screenshot(pg, "atari5-benchmark-charts")
+    _no_page_errors(record)
