@@ -16,6 +16,7 @@ import palaestra
 from palaestra.benchmarks import benchmark_score_from_local, normalisation, registry, statistics
 from palaestra.benchmarks.definitions import ATARI_5_GAMES, ATARI_100K_GAMES
 from palaestra.benchmarks.scoring import HumanNormalised
+from palaestra.errors import Error
 
 ATARI_5_IDS = [
     "ALE/BattleZone-v5",
@@ -125,6 +126,12 @@ def test_benchmark_score_prints_the_human_normalised_statistics(atari5_run: Path
         assert f"{stats[name]['value']:.3f}  [{stats[name]['low']:.3f}, {stats[name]['high']:.3f}]" in line
     profile_at_1 = next(line for line in lines if line.strip().startswith("tau = 1 "))
     assert f"{stats['profile']['fraction'][10]:.3f}" in profile_at_1
+
+
+def test_a_scorer_on_an_unknown_table_is_refused_with_the_known_ones() -> None:
+    with pytest.raises(Error, match="No score normalisation table 'atari58'; the tables are: atari57, dqn2015"):
+        HumanNormalised(table="atari58")
+    assert HumanNormalised(table="dqn2015").table == "dqn2015"
 
 
 def test_a_trial_without_a_finished_episode_scores_random_play() -> None:

@@ -25,7 +25,7 @@ import numpy as np
 
 from palaestra.benchmarks import normalisation
 from palaestra.benchmarks.registry import Benchmark, benchmark_spec, env_available
-from palaestra.benchmarks.scoring import TaskScores, benchmark_aggregate_score, score_results
+from palaestra.benchmarks.scoring import HumanNormalised, TaskScores, benchmark_aggregate_score, score_results
 from palaestra.benchmarks.statistics import (
     DEFAULT_PROFILE_REPS,
     DEFAULT_REPS,
@@ -75,8 +75,8 @@ def training_directories(root: str | os.PathLike[str]) -> list[str]:
 
 def normalisation_of(benchmark: Benchmark) -> normalisation.NormalisationTable | None:
     """The score table a benchmark's scorer human-normalises with (``None``: floor/ceiling scores)."""
-    name = getattr(benchmark.scorer, "table", None)
-    return normalisation.table(name) if isinstance(name, str) else None
+    scorer = benchmark.scorer
+    return normalisation.table(scorer.table) if isinstance(scorer, HumanNormalised) else None
 
 
 def profile_thresholds(benchmark: Benchmark) -> np.ndarray:

@@ -55,6 +55,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import numpy as np
 
+from palaestra.benchmarks import normalisation
+
 if TYPE_CHECKING:
     from palaestra.benchmarks.registry import Benchmark, Task
 
@@ -370,6 +372,7 @@ class HumanNormalised(ClipTo01ThenAverage):
     """
 
     def __init__(self, table: str = "atari57", num_episodes: int = 100) -> None:
+        normalisation.table(table)  # an unknown name fails here, naming the known tables
         super().__init__(num_episodes=num_episodes)
         self.table = table
 
