@@ -26,7 +26,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from palaestra.errors import Error
@@ -109,7 +109,7 @@ class NormalisationTable:
 
 
 def _load(name: str) -> NormalisationTable:
-    text = resources.files(__name__).joinpath(f"{name}.json").read_text(encoding="utf-8")
+    text = Path(__file__).with_name(f"{name}.json").read_text(encoding="utf-8")
     doc = json.loads(text)
     scores: dict[str, GameScores] = {}
     for game, pair in doc["scores"].items():
