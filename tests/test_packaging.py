@@ -112,6 +112,8 @@ def test_the_wheel_installs_anywhere_with_pip_and_serves_pages_with_charts(tmp_p
     for core in ("_goboard", "_hexboard"):
         assert any(name.startswith(f"palaestra/envs/board/{core}.") and name.endswith(".so") for name in names)
         assert f"src/palaestra/envs/board/{core}.c" in sdist_names
+    for header in ("_boardcore.h", "_boardcore_methods.h"):  # what both cores include
+        assert f"src/palaestra/envs/board/{header}" in sdist_names
 
     # the core alone, in a folder that is not the repository
     home = tmp_path / "user"
