@@ -622,30 +622,3 @@ def benchmark_aggregate_score(
         env_trials_submitted=submitted,
     )
 
-
-#: Names that moved to :mod:`palaestra.benchmarks.runs` (old name -> new name there).
-_MOVED_TO_RUNS = {
-    "score_benchmark_run": "score_benchmark_run",
-    "benchmark_score_from_local": "benchmark_score_from_local",
-    "find_training_dirs": "training_directories",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The deprecated names: ``EvaluationScore`` is :class:`TaskScores` (the scoreboard's wire
-    protocol has an ``EvaluationScore`` of its own), and the whole-run entry points moved to
-    :mod:`palaestra.benchmarks.runs` (which imports this module, hence the late import)."""
-    if name == "EvaluationScore":
-        new: Any = TaskScores
-        where = "palaestra.benchmarks.scoring.TaskScores"
-    elif name in _MOVED_TO_RUNS:
-        from palaestra.benchmarks import runs
-
-        new = getattr(runs, _MOVED_TO_RUNS[name])
-        where = f"palaestra.benchmarks.runs.{_MOVED_TO_RUNS[name]}"
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"palaestra.benchmarks.scoring.{name} is deprecated: use {where}", DeprecationWarning, stacklevel=2
-    )
-    return new

@@ -8,6 +8,11 @@ the ``/v1`` API and by the web pages alike (so the two cannot disagree).
   2017 client names the algorithm on the run only), owner, run, "solved" statistics and videos, and
   for an Atari game its human-normalised score (:func:`human_normalised_of`).
   :func:`evaluation_select` is its one query, :func:`evaluation_record` builds it from a row.
+- Which evaluations belong to an algorithm, the one rule (its own evaluations, and those of its
+  benchmark runs that name no algorithm of their own): :func:`of_algorithm` for one algorithm,
+  :func:`algorithm_of_evaluations` for all of them at once, and ``RunAlgorithm`` in
+  :func:`evaluation_select` (an evaluation shows its own algorithm, else its run's). The ``/v1``
+  filter, the algorithms index and the algorithm page all use these.
 
 Each record renders itself as its :mod:`~palaestra.scoreboard.protocol` object (``to_object``); the
 pages render the record itself.
@@ -35,9 +40,11 @@ __all__ = [
     "EvaluationRecord",
     "RunAlgorithm",
     "StoredVideo",
+    "algorithm_of_evaluations",
     "evaluation_record",
     "evaluation_select",
     "human_normalised_of",
+    "of_algorithm",
     "score_of",
 ]
 
@@ -274,3 +281,30 @@ def evaluation_record(row: Any) -> EvaluationRecord:
     """The record of one row of :func:`evaluation_select`."""
     evaluation, own_algorithm, run_algorithm, run_id, owner = row
     return EvaluationRecord.of(evaluation, own_algorithm or run_algorithm, run_id, owner)
+
+
+# -- which evaluations belong to an algorithm ----------------------------------------------------------
+def of_algorithm(algorithm_seq: int) -> Any:
+    """The condition on ``Evaluation`` that it belongs to the algorithm ``algorithm_seq``: it names that
+    algorithm, or it names none and belongs to a benchmark run of that algorithm (the 2017 client names
+    the algorithm on the run only). An evaluation that names another algorithm belongs to that one, even
+    in this algorithm's run: each evaluation belongs to one algorithm at most."""
+    runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_seq)
+    return sa.or_(
+        Evaluation.algorithm_seq == algorithm_seq,
+        sa.and_(Evaluation.algorithm_seq.is_(None), Evaluation.benchmark_run_seq.in_(runs)),
+    )
+
+
+def algorithm_of_evaluations() -> Any:
+    """``(algorithm_seq, env_id, seq)`` of every evaluation that belongs to an algorithm, by the rule of
+    :func:`of_algorithm`, as a subquery (for counting per algorithm)."""
+    own = sa.select(
+        Evaluation.algorithm_seq.label("algorithm_seq"), Evaluation.env_id.label("env_id"), Evaluation.seq.label("seq")
+    ).where(Evaluation.algorithm_seq.is_not(None))
+    via_run = (
+        sa.select(BenchmarkRun.algorithm_seq, Evaluation.env_id, Evaluation.seq)
+        .join(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
+        .where(Evaluation.algorithm_seq.is_(None), BenchmarkRun.algorithm_seq.is_not(None))
+    )
+    return sa.union_all(own, via_run).subquery()

@@ -96,7 +96,7 @@ def list_evaluations(request: Request, state: State, asked: ListQuery) -> Respon
     base = base_url(state, request)
     columns = {
         "env": Evaluation.env_id,
-        # the algorithm an evaluation shows: its own, else its benchmark run's
+        # the algorithm an evaluation belongs to (records.of_algorithm's rule): its own, else its run's
         "algorithm": sa.func.coalesce(Algorithm.id, RunAlgorithm.id),
         "benchmark_run_id": BenchmarkRun.id,
         "owner": User.name,

@@ -18,6 +18,8 @@ from palaestra import catalogue
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
 from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
+    algorithm_of_evaluations,
+    of_algorithm,
 )
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
@@ -297,16 +299,10 @@ def algorithm(session: Session, algorithm_id: str) -> tuple[Algorithm, str] | No
     return (row[0], row[1]) if row is not None else None
 
 
-def _of_algorithm(algorithm_row: Algorithm) -> Any:
-    """The evaluations of an algorithm: its own, and those of its benchmark runs."""
-    runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_row.seq)
-    return sa.or_(Evaluation.algorithm_seq == algorithm_row.seq, Evaluation.benchmark_run_seq.in_(runs))
-
-
 def algorithm_evaluations(
     session: Session, algorithm_row: Algorithm, page_number: int, path: str
 ) -> tuple[list[EvaluationRow], Page]:
-    return _paged_rows(session, _of_algorithm(algorithm_row), page_number, path)
+    return _paged_rows(session, of_algorithm(algorithm_row.seq), page_number, path)
 
 
 def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str, int]]:
@@ -314,7 +310,7 @@ def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str
     count = sa.func.count().label("n")
     rows = session.execute(
         sa.select(Evaluation.env_id, count)
-        .where(_of_algorithm(algorithm_row), Evaluation.env_id.is_not(None))
+        .where(of_algorithm(algorithm_row.seq), Evaluation.env_id.is_not(None))
         .group_by(Evaluation.env_id)
         .order_by(count.desc(), Evaluation.env_id.asc())
     )
@@ -325,7 +321,7 @@ def algorithm_evaluation_ids(session: Session, algorithm_row: Algorithm, env_id:
     """The ids of an algorithm's most recent ``limit`` evaluations of ``env_id``."""
     stmt = (
         sa.select(Evaluation.id)
-        .where(_of_algorithm(algorithm_row), Evaluation.env_id == env_id)
+        .where(of_algorithm(algorithm_row.seq), Evaluation.env_id == env_id)
         .order_by(Evaluation.seq.desc())
         .limit(limit)
     )
@@ -414,23 +410,9 @@ def _created_of(session: Session, seqs: list[int]) -> dict[int, Any]:
     return {seq: created for seq, created in rows}
 
 
-def _algorithm_evaluations() -> Any:
-    """``(algorithm_seq, env_id, seq)`` of every evaluation of an algorithm: its own, or its benchmark
-    run's algorithm's (as the algorithm page lists them)."""
-    own = sa.select(
-        Evaluation.algorithm_seq.label("algorithm_seq"), Evaluation.env_id.label("env_id"), Evaluation.seq.label("seq")
-    ).where(Evaluation.algorithm_seq.is_not(None))
-    via_run = (
-        sa.select(BenchmarkRun.algorithm_seq, Evaluation.env_id, Evaluation.seq)
-        .join(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
-        .where(Evaluation.algorithm_seq.is_(None), BenchmarkRun.algorithm_seq.is_not(None))
-    )
-    return sa.union_all(own, via_run).subquery()
-
-
 def algorithms_index(session: Session, sort: str, page_number: int, path: str) -> tuple[list[AlgorithmCard], Page]:
     """One page of every algorithm, with its owner, evaluations, envs and latest upload."""
-    evaluations = _algorithm_evaluations()
+    evaluations = algorithm_of_evaluations()
     per_algorithm = (
         sa.select(
             evaluations.c.algorithm_seq,
