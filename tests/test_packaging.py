@@ -36,6 +36,8 @@ PACKAGE_DATA = (
     "palaestra/scoreboard/server/migrations/versions/0001_initial_schema.py",
     "palaestra/scoreboard/server/migrations/versions/0003_operations.py",
     "palaestra/py.typed",
+    "palaestra/benchmarks/normalisation/atari57.json",
+    "palaestra/benchmarks/normalisation/dqn2015.json",
     *VENDOR_FILES,
 )
 CORE_SCRIPT = """

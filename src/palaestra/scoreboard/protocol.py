@@ -290,6 +290,25 @@ class EvaluationScore(Response):
     solved: bool = False
 
 
+class HumanNormalisedScore(Response):
+    """An Atari evaluation's mean score, human-normalised: ``(raw - random) / (human - random)``.
+
+    ``raw`` is the stored mean named by ``of`` (``evaluation_mean``: the evaluation episodes'; else
+    ``mean``: the best ``trials``-episode window's; else ``episodes_mean``: every training episode's);
+    ``random`` and ``human`` are ``game``'s scores in table ``table`` version ``version``
+    (:mod:`palaestra.benchmarks.normalisation`). Computed when read, never stored.
+    """
+
+    value: float
+    raw: float
+    of: str
+    game: str
+    random: float
+    human: float
+    table: str
+    version: int
+
+
 class VideoSummary(Response):
     """One video of an evaluation (the server keeps where its bytes are besides)."""
 
@@ -315,6 +334,8 @@ class EvaluationObject(Response):
     training_video: str | None = None
     owner: str | None = None
     score: EvaluationScore | None = None
+    #: Atari games of the default table only (None for every other env, and without a mean)
+    human_normalised: HumanNormalisedScore | None = None
     videos: list[VideoSummary] = Field(default_factory=list)
     created: Timestamp | None = None
     web_url: str | None = None
@@ -744,6 +765,7 @@ __all__ = [
     "FileObject",
     "GroupObject",
     "HealthObject",
+    "HumanNormalisedScore",
     "JSONInputError",
     "ListPage",
     "ListParams",

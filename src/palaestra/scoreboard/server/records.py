@@ -5,7 +5,8 @@ the ``/v1`` API and by the web pages alike (so the two cannot disagree).
   the blob keys of the video and its metadata); ingest writes it, everyone else reads it.
 - :class:`AlgorithmRecord`: an algorithm and its owner.
 - :class:`EvaluationRecord`: an evaluation with its algorithm (its own, else its benchmark run's: the
-  2017 client names the algorithm on the run only), owner, run, "solved" statistics and videos.
+  2017 client names the algorithm on the run only), owner, run, "solved" statistics and videos, and
+  for an Atari game its human-normalised score (:func:`human_normalised_of`).
   :func:`evaluation_select` is its one query, :func:`evaluation_record` builds it from a row.
 - Which evaluations belong to an algorithm, the one rule (its own evaluations, and those of its
   benchmark runs that name no algorithm of their own): :func:`of_algorithm` for one algorithm,
@@ -28,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import aliased
 
 from palaestra import catalogue
+from palaestra.benchmarks import normalisation
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
@@ -41,6 +43,7 @@ __all__ = [
     "algorithm_of_evaluations",
     "evaluation_record",
     "evaluation_select",
+    "human_normalised_of",
     "of_algorithm",
     "score_of",
 ]
@@ -164,6 +167,27 @@ def score_of(row: Any) -> protocol.EvaluationScore:
     return protocol.EvaluationScore(**{name: getattr(row, name) for name in SCORE_FIELDS})
 
 
+#: The stored means a human-normalised score is computed from, in order of preference: the
+#: evaluation episodes' (what Atari papers report), the best window's, every training episode's.
+NORMALISED_MEANS = ("evaluation_mean", "mean", "episodes_mean")
+
+
+def human_normalised_of(
+    env_id: str | None, score: protocol.EvaluationScore
+) -> protocol.HumanNormalisedScore | None:
+    """An Atari evaluation's first stored mean of :data:`NORMALISED_MEANS`, human-normalised with the
+    default table; ``None`` for other envs, games outside the table, or no mean."""
+    for field in NORMALISED_MEANS:
+        value = getattr(score, field)
+        if value is None:
+            continue
+        found = normalisation.human_normalised(env_id, value)
+        if found is None:
+            return None
+        return protocol.HumanNormalisedScore(of=field, **found.to_dict())
+    return None
+
+
 @dataclass(frozen=True)
 class EvaluationRecord:
     id: str
@@ -186,6 +210,8 @@ class EvaluationRecord:
     episode_batch_key: str | None
     #: its sha256, checked when it is read (None: not recorded)
     episode_batch_sha256: str | None = None
+    #: an Atari game's mean, human-normalised (computed from ``score``, not stored)
+    human_normalised: protocol.HumanNormalisedScore | None = None
 
     @classmethod
     def of(
@@ -194,6 +220,7 @@ class EvaluationRecord:
         """From an ``evaluations`` row (or the values just inserted as one), the algorithm it shows, the
         id of its benchmark run and its owner's name."""
         entry = catalogue.lookup(evaluation.env_id) if evaluation.env_id else None
+        score = score_of(evaluation)
         return cls(
             id=evaluation.id,
             env_id=evaluation.env_id,
@@ -206,11 +233,12 @@ class EvaluationRecord:
             training_episode_batch=evaluation.training_episode_batch,
             training_video=evaluation.training_video,
             owner=owner,
-            score=score_of(evaluation),
+            score=score,
             videos=stored_videos(evaluation.videos),
             created=evaluation.created,
             episode_batch_key=evaluation.episode_batch_key,
             episode_batch_sha256=evaluation.episode_batch_sha256,
+            human_normalised=human_normalised_of(evaluation.env_id, score),
         )
 
     def to_object(self, base_url: str) -> protocol.EvaluationObject:
@@ -227,6 +255,7 @@ class EvaluationRecord:
             training_video=self.training_video,
             owner=self.owner,
             score=self.score,
+            human_normalised=self.human_normalised,
             videos=[v.summary() for v in self.videos],
             created=self.created,
             web_url=f"{base_url}{protocol.evaluation_web_path(self.id)}",

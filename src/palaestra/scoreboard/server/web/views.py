@@ -252,6 +252,8 @@ class BenchmarkDetail:
     description: str
     scorer: str
     tasks: list[TaskView]
+    #: the score table of a human-normalised benchmark ("atari57 v1: <citation>"), else None
+    normalisation: str | None = None
 
 
 @dataclass(frozen=True)
