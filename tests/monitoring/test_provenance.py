@@ -195,3 +195,32 @@ def test_gym094_load_results_reads_a_directory_with_a_provenance_file(tmp_path, 
     """)
     loaded = json.loads(run_legacy_gym(legacy_gym_python, code).strip().splitlines()[-1])
     assert loaded["lengths"] == lengths and loaded["env_info"]["env_id"] == "FrozenLake-v1"
+
+
+def test_palaestra_run_records_its_agent_settings_as_config(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "palaestra",
+            "run",
+            "CartPole-v1",
+            "--agent",
+            "cem",
+            "--episodes",
+            "3",
+            "--seed",
+            "4",
+            "--monitor",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    document = load_provenance(tmp_path)
+    assert document["config"]["agent"] == "cem" and document["config"]["seed"] == 4
+    assert document["config"]["agent_settings"]["population"] == 20
+    assert document["command"]["argv"][:2] == ["-m palaestra", "run"]
+    assert document["seeds"] == [{"reset": 0, "seed": 4}]

@@ -188,9 +188,24 @@ def _entry_script() -> str | None:
     return os.path.abspath(script) if script and os.path.isfile(script) else None
 
 
+def _program() -> str:
+    """``argv[0]`` without the machine's paths: ``-m package`` for a module run with ``python -m``,
+    the script's path relative to the working directory when it is under it, else its name."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    if spec is not None and spec.name:
+        name = spec.name.removesuffix(".__main__")
+        return f"-m {name}"
+    program = sys.argv[0]
+    if os.path.isabs(program):
+        relative = os.path.relpath(program)
+        return relative if not relative.startswith("..") else os.path.basename(program)
+    return program
+
+
 def command_line() -> dict[str, Any]:
     """The command line (redacted), the working directory's name and the entry script's hash."""
-    command: dict[str, Any] = {"argv": redact_argv(sys.argv), "executable": os.path.basename(sys.executable)}
+    argv = [_program(), *sys.argv[1:]] if sys.argv else []
+    command: dict[str, Any] = {"argv": redact_argv(argv), "executable": os.path.basename(sys.executable)}
     if sys.flags.optimize:
         command["python_flags"] = f"-{'O' * sys.flags.optimize}"
     script = _entry_script()
