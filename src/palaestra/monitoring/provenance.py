@@ -46,7 +46,7 @@ logger = logging.getLogger("palaestra")
 FORMAT_VERSION = 1
 #: At most this many seeds are kept (a run that seeds every reset of millions of episodes); the
 #: document says how many resets there were and that the list was cut.
-MAX_SEEDS = 10_000
+MAX_SEEDS = 1000
 #: The sections a user may leave out with ``Monitor(..., provenance_omit=[...])``; a dotted name
 #: (``"system.host"``) leaves out one field of a section.
 OMITTABLE = ("git", "command", "system", "packages", "env", "seeds", "config")

@@ -25,6 +25,7 @@ from sqlalchemy.orm import aliased
 from palaestra import catalogue
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server.conditions import derive_conditions
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
 
 __all__ = [
@@ -179,6 +180,10 @@ class EvaluationRecord:
     episode_batch_key: str | None
     #: its sha256, checked when it is read (None: not recorded)
     episode_batch_sha256: str | None = None
+    #: what ran, as uploaded (None: not recorded) and its conditions card (server/conditions.py)
+    provenance: dict[str, Any] | None = None
+    conditions: dict[str, Any] | None = None
+    conditions_key: str | None = None
 
     @classmethod
     def of(
@@ -204,6 +209,9 @@ class EvaluationRecord:
             created=evaluation.created,
             episode_batch_key=evaluation.episode_batch_key,
             episode_batch_sha256=evaluation.episode_batch_sha256,
+            provenance=evaluation.provenance,
+            conditions=evaluation.conditions or derive_conditions(evaluation.env_id or "", None),
+            conditions_key=evaluation.conditions_key,
         )
 
     def to_object(self, base_url: str) -> protocol.EvaluationObject:
@@ -223,6 +231,8 @@ class EvaluationRecord:
             videos=[v.summary() for v in self.videos],
             created=self.created,
             web_url=f"{base_url}{protocol.evaluation_web_path(self.id)}",
+            provenance=self.provenance,
+            conditions=self.conditions,
         )
 
 

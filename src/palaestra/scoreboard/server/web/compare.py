@@ -86,7 +86,9 @@ def _number_in(text: str, kind: type[Any], low: float, high: float, default: Any
         value = kind(text)
     except (TypeError, ValueError):
         return default
-    return value if isinstance(value, int | float) and math.isfinite(value) and low <= value <= high else default
+    return (
+        value if isinstance(value, int | float) and math.isfinite(value) and low <= value <= high else default
+    )
 
 
 def requested_ids(values: Iterable[str]) -> tuple[list[str], int]:

@@ -321,7 +321,9 @@ def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str
     return [(str(r.env_id), int(r.n)) for r in rows]
 
 
-def algorithm_evaluation_ids(session: Session, algorithm_row: Algorithm, env_id: str, limit: int) -> list[str]:
+def algorithm_evaluation_ids(
+    session: Session, algorithm_row: Algorithm, env_id: str, limit: int
+) -> list[str]:
     """The ids of an algorithm's most recent ``limit`` evaluations of ``env_id``."""
     stmt = (
         sa.select(Evaluation.id)
@@ -340,7 +342,9 @@ RECENT_UPLOADS = 10
 
 def recent_evaluations(session: Session, limit: int = RECENT_UPLOADS) -> list[EvaluationRow]:
     """The newest ``limit`` evaluations (the home page's feed), along the primary key."""
-    seqs = list(session.execute(sa.select(Evaluation.seq).order_by(Evaluation.seq.desc()).limit(limit)).scalars())
+    seqs = list(
+        session.execute(sa.select(Evaluation.seq).order_by(Evaluation.seq.desc()).limit(limit)).scalars()
+    )
     return _fetch_rows(session, seqs)
 
 
@@ -358,14 +362,26 @@ ALGORITHM_SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def _sorted_page(
-    sorts: dict[str, tuple[str, tuple[str, ...]]], sort: str, page_number: int, total: int, path: str,
+    sorts: dict[str, tuple[str, tuple[str, ...]]],
+    sort: str,
+    page_number: int,
+    total: int,
+    path: str,
     params: dict[str, str] | None = None,
 ) -> tuple[Page, tuple[Any, ...]]:
     if sort not in sorts:
         sort = next(iter(sorts))
     label, order = sorts[sort]
     number = clamp_page(page_number, total)
-    page = Page(number=number, size=PAGE_SIZE, total=total, path=path, sort=sort, sort_label=label, params=params or {})
+    page = Page(
+        number=number,
+        size=PAGE_SIZE,
+        total=total,
+        path=path,
+        sort=sort,
+        sort_label=label,
+        params=params or {},
+    )
     return page, tuple(sa.text(clause) for clause in order)
 
 
@@ -418,7 +434,9 @@ def _algorithm_evaluations() -> Any:
     """``(algorithm_seq, env_id, seq)`` of every evaluation of an algorithm: its own, or its benchmark
     run's algorithm's (as the algorithm page lists them)."""
     own = sa.select(
-        Evaluation.algorithm_seq.label("algorithm_seq"), Evaluation.env_id.label("env_id"), Evaluation.seq.label("seq")
+        Evaluation.algorithm_seq.label("algorithm_seq"),
+        Evaluation.env_id.label("env_id"),
+        Evaluation.seq.label("seq"),
     ).where(Evaluation.algorithm_seq.is_not(None))
     via_run = (
         sa.select(BenchmarkRun.algorithm_seq, Evaluation.env_id, Evaluation.seq)
@@ -428,7 +446,9 @@ def _algorithm_evaluations() -> Any:
     return sa.union_all(own, via_run).subquery()
 
 
-def algorithms_index(session: Session, sort: str, page_number: int, path: str) -> tuple[list[AlgorithmCard], Page]:
+def algorithms_index(
+    session: Session, sort: str, page_number: int, path: str
+) -> tuple[list[AlgorithmCard], Page]:
     """One page of every algorithm, with its owner, evaluations, envs and latest upload."""
     evaluations = _algorithm_evaluations()
     per_algorithm = (
@@ -511,10 +531,13 @@ def search(
     counts = {
         "env": len(envs),
         "algorithm": int(
-            session.execute(sa.select(sa.func.count()).select_from(Algorithm).where(algorithm_match)).scalar() or 0
+            session.execute(sa.select(sa.func.count()).select_from(Algorithm).where(algorithm_match)).scalar()
+            or 0
         ),
         "user": int(
-            session.execute(sa.select(sa.func.count()).select_from(User).where(_contains(User.name, text))).scalar()
+            session.execute(
+                sa.select(sa.func.count()).select_from(User).where(_contains(User.name, text))
+            ).scalar()
             or 0
         ),
     }
@@ -550,7 +573,9 @@ def _algorithm_hits(session: Session, match: Any, offset: int, limit: int) -> li
         .offset(offset)
         .limit(limit)
     ).all()
-    return [SearchHit("algorithm", r.name, f"/algorithms/{quote(r.id)}", f"by {r.owner} · {r.id}") for r in rows]
+    return [
+        SearchHit("algorithm", r.name, f"/algorithms/{quote(r.id)}", f"by {r.owner} · {r.id}") for r in rows
+    ]
 
 
 def _user_hits(session: Session, text: str, offset: int, limit: int) -> list[SearchHit]:

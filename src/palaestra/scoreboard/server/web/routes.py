@@ -28,6 +28,7 @@ from palaestra.scoreboard.server.records import (
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
 from palaestra.scoreboard.server.web import aggregate, compare, curves, queries
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
+from palaestra.scoreboard.server.web.provenance_view import provenance_view
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import blob_store, database
 from palaestra.scoreboard.server.web.views import Download, VideoView
@@ -64,7 +65,12 @@ def home_page(request: Request) -> HTMLResponse:
         groups, total, active = queries.home(session)
         recent = queries.recent_evaluations(session)
     return render(
-        request, "index.html", groups=groups, total_evaluations=total, envs_with_evaluations=active, recent=recent
+        request,
+        "index.html",
+        groups=groups,
+        total_evaluations=total,
+        envs_with_evaluations=active,
+        recent=recent,
     )
 
 
@@ -82,7 +88,14 @@ def search_page(
         hits, pager, counts = queries.search(session, text, kind, _page_number(page), request.url.path)
     shown_kind = kind if kind in queries.SEARCH_KINDS else ""
     return render(
-        request, "search.html", nav="search", query=text, kind=shown_kind, hits=hits, page=pager, counts=counts
+        request,
+        "search.html",
+        nav="search",
+        query=text,
+        kind=shown_kind,
+        hits=hits,
+        page=pager,
+        counts=counts,
     )
 
 
@@ -106,7 +119,9 @@ def env_picture(request: Request, env_id: str) -> Response:
     if found is None:
         return Response(_NO_PICTURE_SVG, status_code=404, media_type="image/svg+xml", headers=headers)
     picture, source = found
-    return Response(picture, media_type=pictures.media_type(picture), headers={**headers, "X-Picture-Source": source})
+    return Response(
+        picture, media_type=pictures.media_type(picture), headers={**headers, "X-Picture-Source": source}
+    )
 
 
 @router.get("/envs/{env_id:path}", response_class=HTMLResponse)
@@ -128,7 +143,9 @@ def env_page(
 
 
 @router.get("/users", response_class=HTMLResponse)
-def users_page(request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)) -> HTMLResponse:
+def users_page(
+    request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)
+) -> HTMLResponse:
     with database(request).read() as session:
         users, pager = queries.users_index(session, sort, _page_number(page), request.url.path)
     return render(request, "users.html", nav="users", users=users, page=pager)
@@ -269,7 +286,9 @@ def _curves(request: Request, ev: EvaluationRecord) -> dict[str, Any] | None:
     data: dict[str, Any] | None = None
     if ev.episode_batch_key:
         try:
-            data = curves.from_episode_batch(_stored_batch_document(request, ev), score.trials, score.reward_threshold)
+            data = curves.from_episode_batch(
+                _stored_batch_document(request, ev), score.trials, score.reward_threshold
+            )
         except Exception as e:
             logger.warning("Cannot read the episode batch of %s (%s); using the binned curves", ev.id, e)
     if data is None:
@@ -320,6 +339,7 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         downloads=downloads,
         has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
         compare_url=compare.CompareSettings().url([ev.id, best]) if best and best != ev.id else None,
+        run=provenance_view(ev.provenance, ev.conditions),
     )
 
 

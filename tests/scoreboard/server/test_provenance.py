@@ -1,0 +1,121 @@
+"""Provenance end to end against a real ``palaestra server``: the client sends what the Monitor
+recorded, the server validates it as untrusted input, stores it, answers it on /v1 and shows it on
+the evaluation page ("How this was run"); a 2017-style upload shows "not recorded"."""
+
+from __future__ import annotations
+
+import html
+import json
+import subprocess
+import sys
+from typing import Any
+
+import gymnasium as gym
+import httpx
+import pytest
+
+import palaestra
+from palaestra.scoreboard.client import ScoreboardClient
+from tests.monitoring.monitoring_helpers import play
+from tests.scoreboard.server_helpers import ScoreboardServer, error_of, make_batch, upload
+
+VALID = {"format": 1, "git": {"commit": "a" * 40, "dirty": False}, "seeds": [{"reset": 0, "seed": 1}]}
+
+
+def _record(directory: Any, config: dict[str, Any] | None = None) -> Any:
+    env = palaestra.Monitor(
+        gym.make("CartPole-v1", max_episode_steps=30), directory, video_callable=False, config=config
+    )
+    play(env, 4, seed=42)
+    env.close()
+    return directory
+
+
+def _post_evaluation(c: httpx.Client, **fields: Any) -> httpx.Response:
+    body = {
+        "env": "CartPole-v1",
+        "training_episode_batch": upload(c, "episode_batch", json.dumps(make_batch()).encode()),
+    }
+    return c.post("/v1/evaluations", json={**body, **fields})
+
+
+def test_the_client_sends_the_provenance_and_v1_and_the_page_show_it(
+    scoreboard_server: ScoreboardServer, tmp_path
+):
+    hostile = "<script>alert(1)</script>"
+    directory = _record(tmp_path / "run", config={"lr": 0.001, hostile: hostile})
+    with ScoreboardClient(scoreboard_server.url, scoreboard_server.api_key) as client:
+        result = client.upload(directory, algorithm_id="prov-alg")
+    with scoreboard_server.client() as c:
+        ev = c.get(f"/v1/evaluations/{result.id}").json()
+        page = c.get(f"/evaluations/{result.id}").text
+    provenance = ev["provenance"]
+    assert provenance["seeds"] == [{"reset": 0, "seed": 42}] and provenance["resets"] == 5
+    assert provenance["config"]["lr"] == 0.001
+    assert provenance["env"]["max_episode_steps"] == 30
+    assert ev["conditions"] == {
+        "env": "CartPole-v1", "version": "v1", "recorded": True, "max_episode_steps": 30,
+    }  # fmt: skip
+    assert "How this was run" in page and "limit 30 steps" in page
+    assert "42 (reset 0)" in page and 'id="reproduce"' in page
+    assert hostile not in page and html.escape(hostile) in page  # user text is escaped, never markup
+
+
+def test_an_upload_without_provenance_shows_not_recorded(scoreboard_server: ScoreboardServer):
+    with scoreboard_server.client() as c:
+        r = _post_evaluation(c)
+        assert r.status_code == 201, r.text
+        ev = r.json()
+        page = c.get(f"/evaluations/{ev['id']}").text
+    assert ev["provenance"] is None and ev["conditions"]["recorded"] is False
+    assert 'id="provenance-not-recorded"' in page and "Provenance not recorded" in page
+
+
+@pytest.mark.parametrize(
+    ("provenance", "field"),
+    [
+        ({**VALID, "git": {"commit": "not-hex", "dirty": False}}, "provenance.git.commit"),
+        ({**VALID, "git": {"commit": "a" * 40, "dirty": "maybe"}}, "provenance.git.dirty"),
+        ({**VALID, "seeds": [{"reset": -1, "seed": 1}]}, "provenance.seeds.0.reset"),
+        ({**VALID, "command": {"argv": ["x" * 5000]}}, "provenance.command.argv.0"),
+        ({**VALID, "hostname": "box"}, "provenance.hostname"),
+        ({"git": VALID["git"]}, "provenance.format"),
+    ],
+)
+def test_malformed_provenance_is_a_400_naming_the_field(scoreboard_server, provenance, field):
+    with scoreboard_server.client() as c:
+        body = error_of(_post_evaluation(c, provenance=provenance), 400)
+    assert body["type"] == "provenance" and repr(field) in body["detail"], body
+
+
+def test_provenance_too_deep_or_too_large_is_a_400_saying_so(scoreboard_server: ScoreboardServer):
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(12):
+        node["x"] = {}
+        node = node["x"]
+    with scoreboard_server.client() as c:
+        too_deep = error_of(_post_evaluation(c, provenance={**VALID, "config": deep}), 400)
+        big = {f"k{i}": ["v" * 190] * 100 for i in range(8)}  # 152 kB as JSON
+        too_big = error_of(_post_evaluation(c, provenance={**VALID, "config": big}), 400)
+    assert too_deep["type"] == "provenance" and "deeper than 10 levels" in too_deep["detail"]
+    assert too_big["type"] == "provenance" and "at most 131072" in too_big["detail"]
+
+
+def test_upload_dry_run_prints_what_would_be_sent_and_sends_nothing(tmp_path):
+    directory = _record(tmp_path / "run", config={"gamma": 0.99})
+    done = subprocess.run(
+        [sys.executable, "-m", "palaestra", "upload", str(directory), "--dry-run", "--server", "http://127.0.0.1:9"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    [evaluation] = shown["evaluations"]
+    assert shown["dry_run"] is True and evaluation["env"] == "CartPole-v1" and evaluation["episodes"] == 4
+    assert evaluation["provenance"]["config"] == {"gamma": 0.99}
+    assert evaluation["provenance"]["seeds"] == [{"reset": 0, "seed": 42}]
+    without = subprocess.run(
+        [sys.executable, "-m", "palaestra", "upload", str(directory), "--dry-run", "--no-provenance"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert json.loads(without.stdout)["evaluations"][0]["provenance"] is None
