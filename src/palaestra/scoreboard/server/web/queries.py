@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra import catalogue
+from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
 from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
@@ -71,6 +72,7 @@ def _row_columns() -> tuple[Any, ...]:
         Evaluation.evaluation_mean,
         Evaluation.created,
         sa.func.coalesce(Evaluation.writeup, Algorithm.writeup, RunAlgorithm.writeup).label("writeup"),
+        Evaluation.conditions,
     )
 
 
@@ -104,6 +106,7 @@ def _to_rows(result: Sequence[Any]) -> list[EvaluationRow]:
             episodes_mean=r.episodes_mean,
             evaluation_episodes=r.evaluation_episodes or 0,
             evaluation_mean=r.evaluation_mean,
+            conditions=conditions_label(r.conditions),
         )
         for r in result
     ]
@@ -223,20 +226,30 @@ def env_total(session: Session, env_id: str) -> int:
 
 
 def leaderboard(
-    session: Session, env_id: str, sort: str, page_number: int, path: str, size: int = PAGE_SIZE
+    session: Session,
+    env_id: str,
+    sort: str,
+    page_number: int,
+    path: str,
+    size: int = PAGE_SIZE,
+    only: Any = None,
 ) -> tuple[list[EvaluationRow], Page]:
-    """One page of ``env_id``'s leaderboard in the order ``sort`` (a key of :data:`LEADERBOARD_SORTS`)."""
+    """One page of ``env_id``'s leaderboard in the order ``sort`` (a key of :data:`LEADERBOARD_SORTS`);
+    ``only``: a further condition on the evaluations (one set of conditions, ``web/entries.py``)."""
     if sort not in LEADERBOARD_SORTS:
         sort = DEFAULT_SORT
     label, order = LEADERBOARD_SORTS[sort]
-    total = env_total(session, env_id)
+    where = Evaluation.env_id == env_id if only is None else sa.and_(Evaluation.env_id == env_id, only)
+    total = (
+        env_total(session, env_id)
+        if only is None
+        else int(session.scalar(sa.select(sa.func.count()).select_from(Evaluation).where(where)) or 0)
+    )
     number = clamp_page(page_number, total, size)
     page = Page(number=number, size=size, total=total, path=path, sort=sort, sort_label=label)
     if not total:
         return [], page
-    return _page_rows(
-        session, Evaluation.env_id == env_id, order, page, needs_algorithm=sort == "algorithm"
-    ), page
+    return _page_rows(session, where, order, page, needs_algorithm=sort == "algorithm"), page
 
 
 def _page_rows(
