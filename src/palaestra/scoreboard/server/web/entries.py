@@ -100,7 +100,9 @@ def differing_fields(sets: Sequence[ConditionSet]) -> list[Difference]:
 
 @dataclass(frozen=True)
 class Split:
-    """Evaluations split by conditions: ``shown`` share one set; ``apart`` ran under others."""
+    """Evaluations split by conditions: ``shown`` are drawn, ``apart`` (of an env already shown under
+    other conditions) are left out; ``differences`` name the fields in which the drawn and the left
+    out differ, other than the env id itself."""
 
     shown: list[EvaluationRecord]
     apart: list[EvaluationRecord]
@@ -115,20 +117,21 @@ class Split:
         return f"These evaluations ran under different conditions: {fields}."
 
 
+#: Fields that differ whenever envs do; the page already shows each evaluation's env.
+_ENV_FIELDS = ("env", "version")
+
+
 def split_by_conditions(records: Sequence[EvaluationRecord], mix: bool = False) -> Split:
-    """``records`` whose conditions match the first one's, and the others (all shown with ``mix``)."""
-    if not records:
-        return Split([], [], [])
-    first = records[0].conditions_key
-    same = [r for r in records if r.conditions_key == first]
-    other = [r for r in records if r.conditions_key != first]
-    cards = [r.conditions or {} for r in records]
-    found = differences(
-        list({_param(r.conditions_key): c for r, c in zip(records, cards, strict=True)}.values())
-    )
-    if mix:
-        return Split(list(records), [], found, mixed=True)
-    return Split(same, other, found)
+    """For each env, the evaluations under its first evaluation's conditions (all of them with
+    ``mix``); evaluations of different envs are drawn side by side, their differences named."""
+    first: dict[str | None, str | None] = {}
+    for r in records:
+        first.setdefault(r.env_id, r.conditions_key)
+    same = [r for r in records if mix or r.conditions_key == first[r.env_id]]
+    other = [r for r in records if r not in same]
+    cards = {(r.env_id, _param(r.conditions_key)): r.conditions or {} for r in records}
+    found = [d for d in differences(list(cards.values())) if d.field not in _ENV_FIELDS]
+    return Split(same, other, found, mixed=mix and len(cards) > 1)
 
 
 # -- seed groups -------------------------------------------------------------------------------------
