@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import subprocess
 import sys
 from typing import Any
@@ -15,6 +16,7 @@ import httpx
 import pytest
 
 import palaestra
+from palaestra.monitoring import files
 from palaestra.scoreboard.client import ScoreboardClient
 from tests.monitoring.monitoring_helpers import play
 from tests.scoreboard.server_helpers import ScoreboardServer, error_of, make_batch, upload
@@ -119,3 +121,26 @@ def test_upload_dry_run_prints_what_would_be_sent_and_sends_nothing(tmp_path):
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert json.loads(without.stdout)["evaluations"][0]["provenance"] is None
+
+
+@pytest.mark.legacy_gym
+def test_gym094_uploads_a_directory_with_a_provenance_file_which_it_does_not_send(
+    legacy_gym_python: str, scoreboard_server: ScoreboardServer, tmp_path
+):
+    directory = _record(tmp_path / "run", config={"lr": 0.5})
+    assert files.detect_provenance_files(directory)
+    algorithm = f"legacy-prov-{os.getpid()}-{id(tmp_path)}"
+    code = f"import sys, gym; gym.upload(sys.argv[1], algorithm_id={algorithm!r})"
+    env = {**os.environ, "GYM_NO_LOGGER_SETUP": "1", "OPENAI_GYM_API_BASE": scoreboard_server.url,
+           "OPENAI_GYM_API_KEY": scoreboard_server.api_key}  # fmt: skip
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        [legacy_gym_python, "-c", code, str(directory)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    with scoreboard_server.client() as c:
+        listed = c.get("/v1/evaluations", params={"env": "CartPole-v1", "limit": 100}).json()["data"]
+        [ev] = [e for e in listed if e["algorithm"] and e["algorithm"]["name"] == algorithm]
+        page = c.get(f"/evaluations/{ev['id']}").text
+    assert ev["score"]["number_episodes"] == 4
+    assert ev["provenance"] is None and "Provenance not recorded" in page  # the 2017 client sends none
