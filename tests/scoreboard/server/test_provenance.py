@@ -144,3 +144,21 @@ def test_gym094_uploads_a_directory_with_a_provenance_file_which_it_does_not_sen
         page = c.get(f"/evaluations/{ev['id']}").text
     assert ev["score"]["number_episodes"] == 4
     assert ev["provenance"] is None and "Provenance not recorded" in page  # the 2017 client sends none
+
+
+@pytest.mark.postgres
+def test_provenance_and_conditions_are_stored_and_grouped_on_postgresql(
+    scoreboard_factory, postgres_url, tmp_path
+):
+    server = scoreboard_factory(database_url=postgres_url)
+    with ScoreboardClient(server.url, server.api_key) as client:
+        first = client.upload(_record(tmp_path / "a"), algorithm_id="pg").id
+        second = client.upload(_record(tmp_path / "b"), algorithm_id="pg").id
+    with server.client() as c:
+        ev = c.get(f"/v1/evaluations/{first}").json()
+        ranked = c.get("/envs/CartPole-v1", params={"rank": "entries"}).text
+    assert (
+        ev["provenance"]["seeds"] == [{"reset": 0, "seed": 42}]
+        and ev["conditions"]["max_episode_steps"] == 30
+    )
+    assert "solved by 0 of 2 seeds" in ranked and second != first  # one entry of two seeds
