@@ -224,3 +224,31 @@ def test_palaestra_run_records_its_agent_settings_as_config(tmp_path):
     assert document["config"]["agent_settings"]["population"] == 20
     assert document["command"]["argv"][:2] == ["-m palaestra", "run"]
     assert document["seeds"] == [{"reset": 0, "seed": 4}]
+
+
+def test_vector_env_fns_monitors_each_write_provenance_and_loading_merges_their_seeds(tmp_path):
+    fns = palaestra.monitoring.vector_env_fns(
+        [lambda: gym.make("CartPole-v1")] * 2, tmp_path, config={"n": 2}
+    )
+    envs = gym.vector.SyncVectorEnv(fns)
+    envs.reset(seed=10)  # SyncVectorEnv seeds its sub-environments 10 and 11
+    envs.close()
+    assert len(files.detect_provenance_files(tmp_path)) == 2
+    document = load_provenance(tmp_path)
+    assert document["sources"] == 2 and document["config"] == {"n": 2}
+    assert sorted((s["source"], s["seed"]) for s in document["seeds"]) == [(0, 10), (1, 11)]
+
+
+def test_a_hand_edited_provenance_file_is_not_sent_and_the_warning_names_the_field(tmp_path, caplog):
+    from palaestra.scoreboard.client.preparation import prepare_training_directory
+
+    env = palaestra.Monitor(gym.make("CartPole-v1"), tmp_path)
+    play(env, 2)
+    env.close()
+    [path] = files.detect_provenance_files(tmp_path)
+    document = json.loads(Path(path).read_text())
+    document["git"] = {"commit": "HEAD~1", "dirty": False}
+    Path(path).write_text(json.dumps(document))
+    prepared = prepare_training_directory(tmp_path)
+    assert prepared.provenance is None and prepared.episodes == 2
+    assert "its field git.commit is invalid" in caplog.text

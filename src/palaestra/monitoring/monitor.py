@@ -408,7 +408,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         from palaestra.monitoring.video import VideoRecorder
 
         base_path = os.path.join(self.directory, files.video_base_name(self.file_infix, self.episode_id))
-        self._recorder = VideoRecorder(self.env, base_path=base_path, metadata={"episode_id": self.episode_id})
+        self._recorder = VideoRecorder(
+            self.env, base_path=base_path, metadata={"episode_id": self.episode_id}
+        )
         self._recorder.capture_frame()
         self._set_step(self._step_recording)
 
@@ -433,7 +435,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             )
 
     def _write_manifest(self) -> None:
-        document = files.manifest_document(os.path.basename(self.stats_recorder.path), self.videos, self.env_info)
+        document = files.manifest_document(
+            os.path.basename(self.stats_recorder.path), self.videos, self.env_info
+        )
         files.atomic_write_json(self.manifest_path, document)
 
     def _flush(self) -> None:
@@ -449,6 +453,9 @@ def vector_env_fns(
     resume: bool = False,
     mode: str | None = None,
     uid: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    provenance: bool = True,
+    provenance_omit: Collection[str] = (),
 ) -> list[Callable[[], Monitor[Any, Any]]]:
     """Wrap each sub-environment of a vector env in its own Monitor writing into one directory.
 
@@ -458,7 +465,8 @@ def vector_env_fns(
 
     The ``force``/``resume`` rules are applied once, here, in the calling process; each sub-env then
     gets a distinct uid ``{uid or pid}-{index}``, so the manifests never collide, and
-    ``load_results`` merges them. Works for ``SyncVectorEnv`` and ``AsyncVectorEnv``::
+    ``load_results`` merges them (and ``load_provenance`` their provenance files, seeds tagged with
+    their ``source``). Works for ``SyncVectorEnv`` and ``AsyncVectorEnv``::
 
         fns = palaestra.monitoring.vector_env_fns([lambda: gym.make("CartPole-v1")] * 4, "runs/cp")
         envs = gymnasium.vector.AsyncVectorEnv(fns)
@@ -468,7 +476,17 @@ def vector_env_fns(
 
     def make(index: int, env_fn: Callable[[], gymnasium.Env[Any, Any]]) -> Callable[[], Monitor[Any, Any]]:
         def thunk() -> Monitor[Any, Any]:
-            return Monitor(env_fn(), path, video_callable=video_callable, resume=True, uid=f"{base}-{index}", mode=mode)
+            return Monitor(
+                env_fn(),
+                path,
+                video_callable=video_callable,
+                resume=True,
+                uid=f"{base}-{index}",
+                mode=mode,
+                config=config,
+                provenance=provenance,
+                provenance_omit=provenance_omit,
+            )
 
         return thunk
 
