@@ -115,3 +115,27 @@ def test_seed_groups_rank_by_share_solved_then_median_episodes(scoreboard_server
         ranked = c.get(f"/envs/{env}", params={"rank": "entries", "conditions": "none"}).text
     [row] = [r for r in re.findall(r'<tr class="entry">(.*?)</tr>', ranked, re.S) if algorithm in r]
     assert "solved by 2 of 3 seeds" in row and "not recorded" in row
+
+
+def test_an_entrys_statistics_are_the_statistics_modules_over_its_seeds(in_process_server):
+    from palaestra.benchmarks import statistics
+    from palaestra.scoreboard.server.web import entries
+
+    rewards = [500.0, 500.0, 500.0, 30.0, 20.0, 10.0]  # three seeds solve, three do not
+    with in_process_server.client() as c:
+        for reward in rewards:
+            body = {"env": "CartPole-v1", "algorithm": {"id": "stats"}}
+            body["training_episode_batch"] = upload(
+                c, "episode_batch", json.dumps(make_batch(120, reward)).encode()
+            )
+            assert c.post("/v1/evaluations", json=body).status_code == 201
+        listed = c.get("/v1/evaluations", params={"env": "CartPole-v1", "limit": 100}).json()["data"]
+    scores = [e["score"]["mean"] for e in listed]
+    solved_at = [e["score"]["episode_t_value"] for e in listed if e["score"]["solved"]]
+    with in_process_server.state.db.read() as session:
+        [entry] = entries.rank_entries(session, "CartPole-v1")
+    assert (entry.solved, entry.seeds, entry.few_seeds) == (3, 6, False)
+    assert entry.score.value == pytest.approx(statistics.aggregate_iqm({"seeds": scores}))
+    assert entry.score.low <= entry.score.value <= entry.score.high
+    # three of six never solve: the median is the mean of the largest solving count and "never"
+    assert len(solved_at) == 3 and entry.median_never and entry.episodes_to_solve.low == min(solved_at)
