@@ -162,3 +162,23 @@ def test_provenance_and_conditions_are_stored_and_grouped_on_postgresql(
         and ev["conditions"]["max_episode_steps"] == 30
     )
     assert "solved by 0 of 2 seeds" in ranked and second != first  # one entry of two seeds
+
+
+@pytest.mark.filterwarnings("ignore:.*CartPole-v0 is out of date")
+def test_benchmark_dry_run_shows_every_directorys_provenance(tmp_path):
+    for name, env_id, steps in (("cartpole", "CartPole-v0", 30), ("pendulum", "Pendulum-v1", 20)):
+        env = palaestra.Monitor(
+            gym.make(env_id, max_episode_steps=steps), tmp_path / name, video_callable=False
+        )
+        play(env, 2, seed=5)
+        env.close()
+    done = subprocess.run(
+        [sys.executable, "-m", "palaestra", "upload", str(tmp_path), "--benchmark", "ClassicControl2-v1",
+         "--algorithm", "dry", "--dry-run"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["benchmark_run"]["benchmark_id"] == "ClassicControl2-v1"
+    assert sorted(e["env"] for e in shown["evaluations"]) == ["CartPole-v0", "Pendulum-v1"]
+    assert all(e["provenance"]["seeds"] == [{"reset": 0, "seed": 5}] for e in shown["evaluations"])
