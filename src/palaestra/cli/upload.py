@@ -1,9 +1,11 @@
-"""``palaestra upload DIR [--algorithm ID] [--writeup URL] [--benchmark ID] [--server URL] [--json]``."""
+"""``palaestra upload DIR [--algorithm ID] [--writeup URL] [--benchmark ID] [--server URL] [--json]
+[--dry-run] [--no-provenance]``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from palaestra.errors import ConfigurationError
@@ -38,6 +40,17 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--skip-videos", action="store_true", help="upload the episode statistics only")
     parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be sent (the evaluation, its episodes and videos, the run's provenance) "
+        "as JSON, and send nothing",
+    )
+    parser.add_argument(
+        "--no-provenance",
+        action="store_true",
+        help="do not send what the Monitor recorded of the run (git commit, command line, env arguments, seeds)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help='print {"id", "object", "web_url"} of what was made as JSON, for scripts',
@@ -57,10 +70,47 @@ def _parse_tags(text: str | None) -> dict[str, Any] | None:
     return tags
 
 
+def _dry_run(args: argparse.Namespace, tags: dict[str, Any] | None) -> int:
+    """What ``palaestra upload`` would send, without a server or a key."""
+    from palaestra.scoreboard.client.preparation import prepare_benchmark_run, prepare_training_directory
+
+    send = not args.no_provenance
+    prepared = (
+        prepare_benchmark_run(args.directory, args.benchmark, args.skip_videos, send)
+        if args.benchmark
+        else [prepare_training_directory(args.directory, args.skip_videos, send)]
+    )
+    evaluations = [
+        {
+            "directory": p.training_dir,
+            "env": p.env_id,
+            "algorithm": args.algorithm,
+            "writeup": args.writeup,
+            "gym_version": p.env_info.get("gym_version"),
+            "episodes": p.episodes,
+            "episode_batch_bytes": len(p.batch or b""),
+            "videos": [os.path.basename(v) for v, _ in p.videos],
+            "provenance": p.provenance.model_dump(mode="json", exclude_none=True) if p.provenance else None,
+        }
+        for p in prepared
+    ]
+    document: dict[str, Any] = {"dry_run": True, "evaluations": evaluations}
+    if args.benchmark:
+        document["benchmark_run"] = {
+            "benchmark_id": args.benchmark,
+            "algorithm_id": args.algorithm,
+            "tags": tags,
+        }
+    print(json.dumps(document, indent=2))
+    return 0
+
+
 def _upload(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
 
     tags = _parse_tags(args.tags)
+    if args.dry_run:
+        return _dry_run(args, tags)
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
         result = client.upload(
             args.directory,
@@ -69,6 +119,7 @@ def _upload(args: argparse.Namespace) -> int:
             tags=tags,
             benchmark_id=args.benchmark,
             skip_videos=args.skip_videos,
+            send_provenance=not args.no_provenance,
         )
     if args.json:
         print(json.dumps({"id": result.id, "object": result.object, "web_url": result.web_url}))

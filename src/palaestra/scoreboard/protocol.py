@@ -45,6 +45,7 @@ except ImportError:  # a client-only install: the json module does the same, slo
     orjson = None  # type: ignore[assignment]
 
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4, VIDEO_META_NAME_RE, VIDEO_NAME_RE
+from palaestra.scoreboard.provenance_wire import Provenance
 
 # --------------------------------------------------------------------------------------------------
 # Constants
@@ -116,7 +117,9 @@ def check_writeup(url: str) -> str:
     """A writeup is a web page: an ``http(s)://`` URL (2017: a Gist). Raises ``ValueError`` otherwise."""
     parsed = urlsplit(url.strip())
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError(f"writeup must be an http(s) URL, such as https://gist.github.com/you/1234, not {url!r}")
+        raise ValueError(
+            f"writeup must be an http(s) URL, such as https://gist.github.com/you/1234, not {url!r}"
+        )
     return url.strip()
 
 
@@ -262,6 +265,8 @@ class EvaluationCreate(Request):
     benchmark_run_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     writeup: WriteupURL | None = None
     gym_version: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    #: what ran (palaestra's Monitor records it; the 2017 client sends none): provenance_wire.py
+    provenance: Provenance | None = None
 
 
 class EvaluationScore(Response):
@@ -339,6 +344,11 @@ class EvaluationObject(Response):
     videos: list[VideoSummary] = Field(default_factory=list)
     created: Timestamp | None = None
     web_url: str | None = None
+    #: what ran, as uploaded and validated by :class:`Provenance` (None: not recorded, as for every
+    #: 2017 upload); a plain object here, so that a client reads what a newer server adds
+    provenance: dict[str, Any] | None = None
+    #: the evaluation protocol derived from it (palaestra.scoreboard.server.conditions)
+    conditions: dict[str, Any] | None = None
 
 
 # --------------------------------------------------------------------------------------------------

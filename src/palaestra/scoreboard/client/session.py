@@ -281,6 +281,7 @@ class ScoreboardClient:
         benchmark_id: str | None = None,
         ignore_open_monitors: bool = False,
         skip_videos: bool = False,
+        send_provenance: bool = True,
     ) -> UploadResult:
         """Upload a training directory (see :func:`upload`); what was made, and its page."""
         if writeup is not None:
@@ -290,13 +291,19 @@ class ScoreboardClient:
                 raise ConfigurationError(str(e)) from None
         if benchmark_id:
             return self.upload_benchmark(
-                training_dir, benchmark_id, algorithm_id, tags, ignore_open_monitors, skip_videos
+                training_dir,
+                benchmark_id,
+                algorithm_id,
+                tags,
+                ignore_open_monitors,
+                skip_videos,
+                send_provenance,
             )
         if tags is not None:
             logger.warning("Tags are NOT uploaded for evaluation submissions (only for benchmark runs).")
         if not ignore_open_monitors:
             check_open_monitors()
-        prepared = prepare_training_directory(training_dir, skip_videos=skip_videos)
+        prepared = prepare_training_directory(training_dir, skip_videos, send_provenance)
         evaluation = self.upload_prepared(prepared, algorithm_id, writeup)
         result = UploadResult(evaluation.id, self.web_url(evaluation))
         _banner(
@@ -313,12 +320,13 @@ class ScoreboardClient:
         tags: dict[str, Any] | None = None,
         ignore_open_monitors: bool = False,
         skip_videos: bool = False,
+        send_provenance: bool = True,
     ) -> UploadResult:
         """Upload every sub-directory with manifests as one evaluation of one benchmark run, in the order
         the run is scored; commit the run."""
         if not ignore_open_monitors:
             check_open_monitors()
-        prepared = prepare_benchmark_run(training_dir, benchmark_id, skip_videos)
+        prepared = prepare_benchmark_run(training_dir, benchmark_id, skip_videos, send_provenance)
         body = protocol.BenchmarkRunCreate(
             benchmark_id=benchmark_id, algorithm_id=algorithm_id, tags=tags or {}
         )
@@ -369,6 +377,7 @@ class ScoreboardClient:
             benchmark_run_id=benchmark_run_id,
             writeup=writeup,
             gym_version=prepared.env_info.get("gym_version"),
+            provenance=prepared.provenance,
         )
         key = idempotency_key("evaluation", body.model_dump(mode="json", exclude_none=True))
         logger.info("[%s] Creating evaluation object from %s", prepared.env_id, prepared.training_dir)
@@ -417,6 +426,7 @@ def upload(
     ignore_open_monitors: bool = False,
     skip_videos: bool = False,
     server: str | None = None,
+    send_provenance: bool = True,
 ) -> str:
     """Upload a training directory to the scoreboard; returns the evaluation id (or benchmark-run id).
 
@@ -431,6 +441,8 @@ def upload(
         ignore_open_monitors: skip the check that no Monitor of this process is still open.
         skip_videos: upload the episode statistics only.
         server: base URL (default: ``$PALAESTRA_SERVER``, ``$OPENAI_GYM_API_BASE``, ``palaestra login``).
+        send_provenance: send what the Monitor recorded of the run (git commit, command line, env
+            arguments, seeds; docs/provenance.md). ``palaestra upload --dry-run`` shows it.
 
     Safe to call again after a crash or a failed network: the same directory and parameters give the
     same evaluation, never a second one. Logs the web page's URL at INFO level
@@ -445,6 +457,7 @@ def upload(
             benchmark_id=benchmark_id,
             ignore_open_monitors=ignore_open_monitors,
             skip_videos=skip_videos,
+            send_provenance=send_provenance,
         )
     return result.id
 

@@ -32,6 +32,7 @@ from palaestra import catalogue
 from palaestra.benchmarks import normalisation
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server.conditions import derive_conditions
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
 
 __all__ = [
@@ -212,6 +213,10 @@ class EvaluationRecord:
     episode_batch_sha256: str | None = None
     #: an Atari game's mean, human-normalised (computed from ``score``, not stored)
     human_normalised: protocol.HumanNormalisedScore | None = None
+    #: what ran, as uploaded (None: not recorded) and its conditions card (server/conditions.py)
+    provenance: dict[str, Any] | None = None
+    conditions: dict[str, Any] | None = None
+    conditions_key: str | None = None
 
     @classmethod
     def of(
@@ -239,6 +244,9 @@ class EvaluationRecord:
             episode_batch_key=evaluation.episode_batch_key,
             episode_batch_sha256=evaluation.episode_batch_sha256,
             human_normalised=human_normalised_of(evaluation.env_id, score),
+            provenance=evaluation.provenance,
+            conditions=evaluation.conditions or derive_conditions(evaluation.env_id or "", None),
+            conditions_key=evaluation.conditions_key,
         )
 
     def to_object(self, base_url: str) -> protocol.EvaluationObject:
@@ -259,6 +267,8 @@ class EvaluationRecord:
             videos=[v.summary() for v in self.videos],
             created=self.created,
             web_url=f"{base_url}{protocol.evaluation_web_path(self.id)}",
+            provenance=self.provenance,
+            conditions=self.conditions,
         )
 
 

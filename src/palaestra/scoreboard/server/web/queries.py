@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra import catalogue
+from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
 from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
@@ -73,6 +74,7 @@ def _row_columns() -> tuple[Any, ...]:
         Evaluation.evaluation_mean,
         Evaluation.created,
         sa.func.coalesce(Evaluation.writeup, Algorithm.writeup, RunAlgorithm.writeup).label("writeup"),
+        Evaluation.conditions,
     )
 
 
@@ -106,6 +108,7 @@ def _to_rows(result: Sequence[Any]) -> list[EvaluationRow]:
             episodes_mean=r.episodes_mean,
             evaluation_episodes=r.evaluation_episodes or 0,
             evaluation_mean=r.evaluation_mean,
+            conditions=conditions_label(r.conditions),
         )
         for r in result
     ]
@@ -225,20 +228,30 @@ def env_total(session: Session, env_id: str) -> int:
 
 
 def leaderboard(
-    session: Session, env_id: str, sort: str, page_number: int, path: str, size: int = PAGE_SIZE
+    session: Session,
+    env_id: str,
+    sort: str,
+    page_number: int,
+    path: str,
+    size: int = PAGE_SIZE,
+    only: Any = None,
 ) -> tuple[list[EvaluationRow], Page]:
-    """One page of ``env_id``'s leaderboard in the order ``sort`` (a key of :data:`LEADERBOARD_SORTS`)."""
+    """One page of ``env_id``'s leaderboard in the order ``sort`` (a key of :data:`LEADERBOARD_SORTS`);
+    ``only``: a further condition on the evaluations (one set of conditions, ``web/entries.py``)."""
     if sort not in LEADERBOARD_SORTS:
         sort = DEFAULT_SORT
     label, order = LEADERBOARD_SORTS[sort]
-    total = env_total(session, env_id)
+    where = Evaluation.env_id == env_id if only is None else sa.and_(Evaluation.env_id == env_id, only)
+    total = (
+        env_total(session, env_id)
+        if only is None
+        else int(session.scalar(sa.select(sa.func.count()).select_from(Evaluation).where(where)) or 0)
+    )
     number = clamp_page(page_number, total, size)
     page = Page(number=number, size=size, total=total, path=path, sort=sort, sort_label=label)
     if not total:
         return [], page
-    return _page_rows(
-        session, Evaluation.env_id == env_id, order, page, needs_algorithm=sort == "algorithm"
-    ), page
+    return _page_rows(session, where, order, page, needs_algorithm=sort == "algorithm"), page
 
 
 def _page_rows(
@@ -317,7 +330,9 @@ def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str
     return [(str(r.env_id), int(r.n)) for r in rows]
 
 
-def algorithm_evaluation_ids(session: Session, algorithm_row: Algorithm, env_id: str, limit: int) -> list[str]:
+def algorithm_evaluation_ids(
+    session: Session, algorithm_row: Algorithm, env_id: str, limit: int
+) -> list[str]:
     """The ids of an algorithm's most recent ``limit`` evaluations of ``env_id``."""
     stmt = (
         sa.select(Evaluation.id)
@@ -336,7 +351,9 @@ RECENT_UPLOADS = 10
 
 def recent_evaluations(session: Session, limit: int = RECENT_UPLOADS) -> list[EvaluationRow]:
     """The newest ``limit`` evaluations (the home page's feed), along the primary key."""
-    seqs = list(session.execute(sa.select(Evaluation.seq).order_by(Evaluation.seq.desc()).limit(limit)).scalars())
+    seqs = list(
+        session.execute(sa.select(Evaluation.seq).order_by(Evaluation.seq.desc()).limit(limit)).scalars()
+    )
     return _fetch_rows(session, seqs)
 
 
@@ -354,14 +371,26 @@ ALGORITHM_SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def _sorted_page(
-    sorts: dict[str, tuple[str, tuple[str, ...]]], sort: str, page_number: int, total: int, path: str,
+    sorts: dict[str, tuple[str, tuple[str, ...]]],
+    sort: str,
+    page_number: int,
+    total: int,
+    path: str,
     params: dict[str, str] | None = None,
 ) -> tuple[Page, tuple[Any, ...]]:
     if sort not in sorts:
         sort = next(iter(sorts))
     label, order = sorts[sort]
     number = clamp_page(page_number, total)
-    page = Page(number=number, size=PAGE_SIZE, total=total, path=path, sort=sort, sort_label=label, params=params or {})
+    page = Page(
+        number=number,
+        size=PAGE_SIZE,
+        total=total,
+        path=path,
+        sort=sort,
+        sort_label=label,
+        params=params or {},
+    )
     return page, tuple(sa.text(clause) for clause in order)
 
 
@@ -493,10 +522,13 @@ def search(
     counts = {
         "env": len(envs),
         "algorithm": int(
-            session.execute(sa.select(sa.func.count()).select_from(Algorithm).where(algorithm_match)).scalar() or 0
+            session.execute(sa.select(sa.func.count()).select_from(Algorithm).where(algorithm_match)).scalar()
+            or 0
         ),
         "user": int(
-            session.execute(sa.select(sa.func.count()).select_from(User).where(_contains(User.name, text))).scalar()
+            session.execute(
+                sa.select(sa.func.count()).select_from(User).where(_contains(User.name, text))
+            ).scalar()
             or 0
         ),
     }
@@ -532,7 +564,9 @@ def _algorithm_hits(session: Session, match: Any, offset: int, limit: int) -> li
         .offset(offset)
         .limit(limit)
     ).all()
-    return [SearchHit("algorithm", r.name, f"/algorithms/{quote(r.id)}", f"by {r.owner} · {r.id}") for r in rows]
+    return [
+        SearchHit("algorithm", r.name, f"/algorithms/{quote(r.id)}", f"by {r.owner} · {r.id}") for r in rows
+    ]
 
 
 def _user_hits(session: Session, text: str, offset: int, limit: int) -> list[SearchHit]:

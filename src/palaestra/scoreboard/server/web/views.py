@@ -126,6 +126,8 @@ class EvaluationRow:
     episodes_mean: float | None = None
     evaluation_episodes: int = 0
     evaluation_mean: float | None = None
+    #: the label of its conditions (server/conditions.py): "as registered", what differs, "not recorded"
+    conditions: str = "not recorded"
 
 
 @dataclass(frozen=True)
