@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from palaestra.errors import ConfigurationError
@@ -14,7 +15,8 @@ def register(subparsers: Any) -> None:
         "upload",
         help="upload a training directory to a scoreboard server",
         description="Upload a training directory (or, with --benchmark, a directory of runs) to a palaestra "
-        "scoreboard server. Prints the web page's URL, then the evaluation (or benchmark run) id on the last "
+        "scoreboard server; or a match folder (palaestra match), whose games the server replays and checks "
+        "before adding them to the ladder of their rules. Prints the web page's URL, then the evaluation (or benchmark run) id on the last "
         "line. Running it again after a failure never makes a second evaluation.",
         epilog="The server and API key come from --server / $PALAESTRA_SERVER / $OPENAI_GYM_API_BASE and "
         "$PALAESTRA_API_KEY / $OPENAI_GYM_API_KEY, else from 'palaestra login'.",
@@ -61,6 +63,8 @@ def _upload(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
 
     tags = _parse_tags(args.tags)
+    if os.path.isfile(os.path.join(args.directory, "match.json")):
+        return _upload_match(args)
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
         result = client.upload(
             args.directory,
@@ -75,4 +79,19 @@ def _upload(args: argparse.Namespace) -> int:
     else:
         print(result.web_url)
         print(result.id)
+    return 0
+
+
+def _upload_match(args: argparse.Namespace) -> int:
+    """A match folder (``palaestra match``): its games go to the ladder of their rules."""
+    from palaestra.scoreboard.client import ScoreboardClient
+
+    with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
+        match = client.upload_match(args.directory)
+    if args.json:
+        print(json.dumps({"id": match.id, "object": match.object, "web_url": match.web_url}))
+    else:
+        print(f"{len(match.games)} games checked and added to the ladder {match.ladder}")
+        print(match.web_url)
+        print(match.id)
     return 0
