@@ -169,3 +169,20 @@ def player_object(session: Session, ladder: str, name: str, base: str, limit: in
         head_to_head=head_to_head(session, ladder).get(name, {}),
         games=[game_object(g, match_id, base) for g, match_id in games],
     )  # fmt: skip
+
+
+def recent_games(session: Session, ladder: str, base: str, limit: int = 50) -> list[lp.GameObject]:
+    """The ladder's latest games, newest first."""
+    rows = session.execute(
+        _games_with_match(sa.select(LadderGame)).where(LadderGame.ladder == ladder).order_by(LadderGame.seq.desc()).limit(limit)
+    ).all()
+    return [game_object(g, match_id, base) for g, match_id in rows]
+
+
+def ladder_entries(session: Session, player: str, game: str, board_size: int) -> list[str]:
+    """The ladders of ``game`` and ``board_size`` on which ``player`` (by name) is rated."""
+    prefix = f"{game}{board_size}x{board_size}"
+    rows = session.scalars(
+        sa.select(LadderRating.ladder).where(LadderRating.player == player, LadderRating.ladder.like(f"{prefix}%"))
+    ).all()
+    return [ladder for ladder in rows if ladder == prefix or ladder.startswith(prefix + "-")]
