@@ -75,3 +75,30 @@ def test_the_ladder_and_player_pages_show_ratings_and_head_to_head(
     pg.click("table.ladder-ratings >> text=random")
     assert pg.locator("h1").inner_text() == "random"
     assert "1 games" in pg.locator("p.lead").inner_text()
+
+
+def test_a_go9x9_evaluation_links_to_its_algorithms_ladder_entry(
+    web_server: Any, ladder_game: tuple[Any, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    import gymnasium as gym
+    import numpy as np
+
+    import palaestra
+    from palaestra.scoreboard.client import upload
+
+    folder = tmp_path_factory.mktemp("go9-eval")
+    env = palaestra.Monitor(gym.make("Go9x9-v0", opponent="random"), folder, force=True)
+    rng = np.random.default_rng(0)
+    for episode in range(2):
+        _, info = env.reset(seed=episode)
+        done = False
+        while not done:
+            action = int(rng.choice(np.flatnonzero(info["action_mask"][:-1])))
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+    env.close()
+    rated = upload(folder, server=web_server.url, api_key=web_server.api_key, algorithm_id="mcts:5")
+    unrated = upload(folder, server=web_server.url, api_key=web_server.api_key, algorithm_id="not-on-a-ladder")
+    page = httpx.get(f"{web_server.url}/evaluations/{rated}", timeout=30).text
+    assert f'<a href="/ladders/{ladder_game[0].ladder}/players/mcts%3A5">{ladder_game[0].ladder}</a>' in page
+    assert "ladder-links" not in httpx.get(f"{web_server.url}/evaluations/{unrated}", timeout=30).text

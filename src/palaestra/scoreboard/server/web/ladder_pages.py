@@ -8,8 +8,12 @@ answer cannot disagree. A game page's positions are derived from the stored move
 
 from __future__ import annotations
 
+import re
+from urllib.parse import quote
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
+from sqlalchemy.orm import Session
 
 from palaestra.ladder.records import load_record
 from palaestra.ladder.replay import make_rules
@@ -19,7 +23,7 @@ from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import database
 
-__all__ = ["board_positions", "router"]
+__all__ = ["board_positions", "ladder_links", "router"]
 
 router = APIRouter(include_in_schema=False)
 
@@ -51,6 +55,19 @@ def board_positions(file_name: str, text: str) -> tuple[int, list[str]]:
         state.apply_action(rules.to_engine[rules.string_to_action(move)])
         positions.append(position())
     return rules.board_size, positions
+
+
+_BOARD_ENV = re.compile(r"^(Go|Hex)(\d+)x\2-v\d+$")
+
+
+def ladder_links(session: Session, env_id: str | None, algorithm: str | None) -> list[tuple[str, str]]:
+    """(ladder, player page URL) of an evaluation of a board-game env (``Go9x9-v0``) whose algorithm
+    is rated, under the same name, on a ladder of that game and board size."""
+    match = _BOARD_ENV.match(env_id or "")
+    if match is None or not algorithm:
+        return []
+    entries = ladders.ladder_entries(session, algorithm, match.group(1), int(match.group(2)))
+    return [(ladder, f"/ladders/{quote(ladder)}/players/{quote(algorithm)}") for ladder in entries]
 
 
 @router.get("/ladders", response_class=HTMLResponse)
