@@ -179,3 +179,15 @@ def test_uploading_needs_a_key(server: ScoreboardServer, tournament: list[Path])
 
 def test_the_match_file_is_what_the_folder_says(tournament: list[Path]) -> None:
     assert (tournament[0] / MATCH_FILE).is_file()
+
+
+def test_the_same_folder_uploaded_again_is_the_same_match_and_counts_once(
+    server: ScoreboardServer, tournament: list[Path]
+) -> None:
+    first = _post(server, _body(tournament[0]))
+    before = _games_stored(server)
+    again = _post(server, _body(tournament[0]))
+    assert first.status_code in (200, 201) and again.status_code == 200
+    assert again.json()["id"] == first.json()["id"]
+    assert _games_stored(server) == before
+

@@ -99,3 +99,14 @@ def test_a_used_folder_is_refused(tmp_path: Path) -> None:
     (tmp_path / "old.txt").write_text("x")
     with pytest.raises(Error, match="not empty"):
         play_match(GO9, parse_player("random"), parse_player("mcts:5"), 1, tmp_path)
+
+
+def test_the_anchors_command_plays_every_pair_of_calibration_players(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "anchors"
+    argv = ["anchors", "Hex9x9-v0", "--games", "1", "--players", "random", "mcts:5", "mcts:20", "--out", str(out)]
+    assert main(argv) == 0
+    folders = capsys.readouterr().out.split()
+    assert folders == [str(out / "random-vs-mcts5"), str(out / "random-vs-mcts20"), str(out / "mcts5-vs-mcts20")]
+    assert all(len(read_match(folder)["games"]) == 1 for folder in folders)

@@ -10,10 +10,13 @@ move): 400 for what cannot be read (malformed SGF or JSON, a game of other rules
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import logging
 from typing import Any
 
-from palaestra.errors import Error
+from palaestra.envs.board.rules import import_pyspiel
+from palaestra.errors import DependencyNotInstalled, Error
 from palaestra.ladder.match import MATCH_FORMAT
 from palaestra.ladder.records import GameRecord, load_record
 from palaestra.ladder.replay import GameRejected, replay
@@ -35,6 +38,7 @@ class CheckedGame:
 
 @dataclasses.dataclass
 class CheckedMatch:
+    digest: str
     ladder: str
     game: str
     board_size: int
@@ -80,8 +84,22 @@ def _read(name: str, text: str) -> GameRecord:
         raise Problem(400, f"{name}: the game record could not be read.", "games") from None
 
 
+def upload_digest(upload: MatchUpload) -> str:
+    """sha256 of the upload's content (its JSON with sorted keys)."""
+    canonical = json.dumps(upload.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _require_rules() -> None:
+    try:
+        import_pyspiel()
+    except DependencyNotInstalled as exc:
+        raise Problem(503, f"This server cannot check board games: {exc}") from None
+
+
 def check_match(upload: MatchUpload) -> CheckedMatch:
     """The match, every game read and replayed, or a Problem naming the first game at fault."""
+    _require_rules()
     document = upload.match
     game, size, komi, swap = _rules(document)
     players = [str(p.get("name")) for p in document.get("players", []) if isinstance(p, dict)]
@@ -102,5 +120,5 @@ def check_match(upload: MatchUpload) -> CheckedMatch:
             raise Problem(422, f"{name}: {exc}; nothing of this upload was stored.", "games") from None
         checked.append(CheckedGame(number, name, record, upload.games[name]))
     return CheckedMatch(
-        ladder_name(game, size, komi, swap), game, size, komi if game == "Go" else None, players, checked
+        upload_digest(upload), ladder_name(game, size, komi, swap), game, size, komi if game == "Go" else None, players, checked
     )

@@ -1,6 +1,6 @@
 """The ladders' tables (migration ``0005_ladder``), on :mod:`.db`'s ``Base``:
 
-- ``ladder_matches``: an accepted match upload (its ladder, its uploader);
+- ``ladder_matches``: an accepted match upload (its ladder, its uploader, its digest: one match per upload);
 - ``ladder_games``: its games, checked by replay, with their record's text (a few kB: kept in the row);
 - ``ladder_ratings``: each ladder's ratings, derived again in the transaction that adds games, so that
   pages and ``/v1`` read them instead of rating on every request.
@@ -21,6 +21,7 @@ __all__ = ["LadderGame", "LadderMatch", "LadderRating"]
 
 class LadderMatch(Base):
     __tablename__ = "ladder_matches"
+    __table_args__ = (sa.UniqueConstraint("user_seq", "digest"),)
 
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(sa.String(40), unique=True)
@@ -30,6 +31,9 @@ class LadderMatch(Base):
     board_size: Mapped[int] = mapped_column(sa.Integer)
     komi: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
     players: Mapped[list[Any]] = mapped_column()
+    #: sha256 of the upload (its match document and game texts): the same folder uploaded again by the
+    #: same user is the same match, answered again, never counted twice
+    digest: Mapped[str] = mapped_column(sa.String(64))
     created: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -33,11 +33,17 @@ __all__ = [
 _POINTS = {"black": (1.0, 0.0), "white": (0.0, 1.0), None: (0.5, 0.5)}
 
 
-def store_match(session: Session, user_seq: int, match: CheckedMatch) -> LadderMatch:
-    """Add ``match`` and its games, and rate its ladder again."""
+def store_match(session: Session, user_seq: int, match: CheckedMatch) -> tuple[str, bool]:
+    """Add ``match`` and its games, and rate its ladder again: (its id, True). The same upload again
+    (its digest) adds nothing: (the stored match's id, False)."""
+    known = session.scalar(
+        sa.select(LadderMatch.id).where(LadderMatch.user_seq == user_seq, LadderMatch.digest == match.digest)
+    )
+    if known is not None:
+        return known, False
     row = LadderMatch(
         id=new_id("ladder_match"), user_seq=user_seq, ladder=match.ladder, game=match.game,
-        board_size=match.board_size, komi=match.komi, players=match.players,
+        board_size=match.board_size, komi=match.komi, players=match.players, digest=match.digest,
     )  # fmt: skip
     session.add(row)
     session.flush()
@@ -53,7 +59,7 @@ def store_match(session: Session, user_seq: int, match: CheckedMatch) -> LadderM
         )
     session.flush()
     rerate(session, match.ladder)
-    return row
+    return row.id, True
 
 
 def rerate(session: Session, ladder: str) -> None:

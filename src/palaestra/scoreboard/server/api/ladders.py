@@ -47,17 +47,18 @@ async def _upload_body(request: Request) -> lp.MatchUpload:
 
 @router.post(lp.LADDER_MATCHES_PATH, status_code=201, response_model=lp.MatchObject)
 async def create_match(request: Request, principal: CurrentUser, state: State) -> Response:
-    """Check every game of the match by replaying it, then store them all (or, on a problem, none)."""
+    """Check every game of the match by replaying it, then store them all (or, on a problem, none).
+    The same upload again by the same user answers the match stored the first time (200), so that a
+    retried upload never counts its games twice."""
     upload = await _upload_body(request)
     checked = check_match(upload)
     base = base_url(state, request)
     with state.db.write() as session:
-        match = ladders.store_match(session, principal.user_seq, checked)
-        match_id = match.id
+        match_id, created = ladders.store_match(session, principal.user_seq, checked)
     with state.db.read() as session:
         body = ladders.match_object(session, match_id, base)
     assert body is not None
-    return answer(body, 201)
+    return answer(body, 201 if created else 200)
 
 
 @router.get(f"{lp.LADDER_MATCHES_PATH}/{{match_id}}", response_model=lp.MatchObject)

@@ -30,10 +30,12 @@ def upgrade() -> None:
         sa.Column("board_size", sa.Integer(), nullable=False),
         sa.Column("komi", sa.Float(), nullable=True),
         sa.Column("players", _JSON, nullable=False),
+        sa.Column("digest", sa.String(length=64), nullable=False),
         sa.Column("created", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(["user_seq"], ["users.seq"]),
         sa.PrimaryKeyConstraint("seq"),
         sa.UniqueConstraint("id"),
+        sa.UniqueConstraint("user_seq", "digest"),
     )
     op.create_index("ix_ladder_matches_user_seq", "ladder_matches", ["user_seq"])
     op.create_index("ix_ladder_matches_ladder", "ladder_matches", ["ladder"])
