@@ -43,7 +43,6 @@ def _games_stored(server: ScoreboardServer) -> int:
 def test_a_tournament_is_uploaded_checked_and_rated_in_order(server: ScoreboardServer, tournament: list[Path]) -> None:
     env = {"PALAESTRA_SERVER": server.url, "PALAESTRA_API_KEY": server.api_key}
     server.env.update(env)
-    widths = []
     for count, folder in enumerate(tournament, start=1):
         out = server.palaestra("upload", str(folder)).stdout.splitlines()
         assert out[0] == f"4 games checked and added to the ladder {LADDER}"
@@ -52,7 +51,6 @@ def test_a_tournament_is_uploaded_checked_and_rated_in_order(server: ScoreboardS
             ratings = client.get(f"/v1/ladders/{LADDER}/ratings").json()
         lp.RatingsObject.model_validate(ratings)
         assert ratings["games"] == 4 * count
-        widths.append({r["player"]: r["high"] - r["low"] for r in ratings["ratings"]})
     assert [r["player"] for r in ratings["ratings"]] == list(TOURNAMENT)
     assert ratings["anchor"] == "gnugo:0" and all(r["games"] == 8 for r in ratings["ratings"])
     with server.client() as client:

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from palaestra.cli import main
-from palaestra.ladder.match import match_games, rated_games
+from palaestra.ladder.match import match_games, play_match, rated_games, rules_of_env
+from palaestra.ladder.players import parse_player
 from palaestra.ladder.ratings import ELO, rate
 from tests.ladder.conftest import TOURNAMENT
 
@@ -26,6 +27,18 @@ def test_a_tournament_is_rated_in_the_order_of_strength(tournament: list[Path]) 
     assert top.is_anchor and top.rating == top.low == top.high == 1500.0
     for rating in full[1:]:
         assert rating.low <= rating.rating <= rating.high
+
+
+def test_intervals_shrink_as_real_games_between_equals_are_added(tmp_path: Path) -> None:
+    # Two MCTS players of one budget (seeded apart): their games go both ways.
+    rules = rules_of_env("Go9x9-v0", komi=7.5)
+    play_match(rules, parse_player("mcts:20"), parse_player("twin=mcts:20"), 24, tmp_path / "m", seed=1)
+    records = _records([tmp_path / "m"])
+    widths = []
+    for count in (6, 24):
+        twin = next(r for r in rate(rated_games(records[:count]), (("mcts:20", 1000.0),)) if r.player == "twin")
+        widths.append(twin.high - twin.low)
+    assert 0 < widths[1] < widths[0], widths
 
 
 def test_intervals_shrink_as_games_are_added() -> None:

@@ -81,9 +81,12 @@ def _pair_tables(
     first: np.ndarray, second: np.ndarray, score: np.ndarray, weight: np.ndarray, count: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """wins[i, j] (points of i against j) and games[i, j] (symmetric), with the prior's virtual draws."""
-    wins = np.zeros((count, count))
-    np.add.at(wins, (first, second), score * weight)
-    np.add.at(wins, (second, first), (1.0 - score) * weight)
+    # one bincount over the flat pair index per side
+    cells = count * count
+    wins = (
+        np.bincount(first * count + second, score * weight, cells)
+        + np.bincount(second * count + first, (1.0 - score) * weight, cells)
+    ).reshape(count, count)
     games = wins + wins.T
     met = games > 0
     return wins + met * (VIRTUAL_DRAWS / 2), games + met * VIRTUAL_DRAWS
