@@ -5,8 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from palaestra.ladder import sgf
+from palaestra.ladder.records import RecordError, from_sgf
+from palaestra.ladder.replay import GameRejected, replay
 
 
 def test_written_nodes_read_back_with_escapes() -> None:
@@ -55,3 +59,35 @@ def test_size_and_node_limits() -> None:
         sgf.loads("(;SZ[9];B[aa];W[bb];B[cc])", max_nodes=3)
     with pytest.raises(sgf.SGFError, match="not UTF-8"):
         sgf.loads(b"(;C[\xff])")
+
+
+SGF_ALPHABET = "();[]\\ \nBWABSZKMREGMC0123456789abcdefst+.-"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=SGF_ALPHABET, max_size=200))
+def test_any_text_is_a_game_or_a_named_error(text: str) -> None:
+    """Whatever an upload holds, reading it ends in a game record or in an error that says why."""
+    try:
+        record = from_sgf(text)
+    except (sgf.SGFError, RecordError):
+        return
+    try:
+        replay(record)
+    except GameRejected:
+        pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.text("ABCXYZ", min_size=1, max_size=3), st.lists(st.text(max_size=8), min_size=1, max_size=2), max_size=3
+        ),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_written_nodes_always_read_back(nodes: list[dict[str, list[str]]]) -> None:
+    text = sgf.dumps(nodes)
+    assert sgf.loads(text) == nodes

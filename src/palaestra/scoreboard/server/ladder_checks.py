@@ -50,7 +50,8 @@ class CheckedMatch:
 def _rules(document: dict[str, Any]) -> tuple[str, int, float, bool]:
     if document.get("format") != MATCH_FORMAT:
         raise Problem(400, f"match is not a palaestra match document (format {MATCH_FORMAT!r}).", "match")
-    game, size, komi, swap = (document.get(k) for k in ("game", "board_size", "komi", "swap"))
+    game, size, swap = (document.get(k) for k in ("game", "board_size", "swap"))
+    komi = document.get("komi", 0.0)
     if game not in ("Go", "Hex") or not isinstance(size, int) or isinstance(size, bool) or not 2 <= size <= 25:
         raise Problem(400, f"match: game {game!r} on a {size!r} board is not a ladder (Go or Hex, 2 to 25).", "match")
     if not isinstance(komi, (int, float)) or isinstance(komi, bool) or komi != komi or abs(komi) > 1000:
@@ -102,7 +103,8 @@ def check_match(upload: MatchUpload) -> CheckedMatch:
     _require_rules()
     document = upload.match
     game, size, komi, swap = _rules(document)
-    players = [str(p.get("name")) for p in document.get("players", []) if isinstance(p, dict)]
+    listed = document.get("players")
+    players = [str(p.get("name")) for p in listed if isinstance(p, dict)] if isinstance(listed, list) else []
     if len(players) != 2 or players[0] == players[1]:
         raise Problem(400, "match: players must name the match's two players.", "match")
     checked = []
