@@ -110,3 +110,17 @@ def test_the_anchors_command_plays_every_pair_of_calibration_players(
     folders = capsys.readouterr().out.split()
     assert folders == [str(out / "random-vs-mcts5"), str(out / "random-vs-mcts20"), str(out / "mcts5-vs-mcts20")]
     assert all(len(read_match(folder)["games"]) == 1 for folder in folders)
+
+
+@pytest.mark.parametrize("env_id", ["Go13x13-v0", "Go19x19-v0"])
+def test_the_larger_boards_play_and_replay(env_id: str, tmp_path: Path) -> None:
+    play_match(rules_of_env(env_id, komi=7.5), parse_player("random"), parse_player("other=random"), 1, tmp_path / "m")
+    ((_, record),) = match_games(tmp_path / "m")
+    assert record.board_size == int(env_id[2:4])
+    assert replay(record).winner == record.winner
+
+
+def test_two_gtp_engines_play_each_other(tmp_path: Path, gnugo: str) -> None:
+    summaries = play_match(GO9, parse_player("gnugo:0"), parse_player("gnugo:1"), 1, tmp_path / "m", move_time=30)
+    ((_, record),) = match_games(tmp_path / "m")
+    assert summaries[0].reason in ("score", "resignation") and replay(record).winner == record.winner
