@@ -19,6 +19,8 @@ from tests.ladder.conftest import TOURNAMENT
 from tests.scoreboard.server_helpers import ScoreboardServer
 
 LADDER = "Go9x9-komi7.5"
+#: The tournament (tests/ladder/conftest.py) plays 12 games with GNU Go: some 20 s.
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

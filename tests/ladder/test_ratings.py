@@ -19,6 +19,7 @@ def _records(folders: list[Path], per_match: int | None = None) -> list:
     return [record for folder in folders for _, record in match_games(folder)[:per_match]]
 
 
+@pytest.mark.slow
 def test_a_tournament_is_rated_in_the_order_of_strength(tournament: list[Path]) -> None:
     full = rate(rated_games(_records(tournament)), (("gnugo:0", 1500.0),))
     assert tuple(r.player for r in full) == TOURNAMENT
@@ -29,6 +30,7 @@ def test_a_tournament_is_rated_in_the_order_of_strength(tournament: list[Path]) 
         assert rating.low <= rating.rating <= rating.high
 
 
+@pytest.mark.slow
 def test_intervals_shrink_as_real_games_between_equals_are_added(tmp_path: Path) -> None:
     # Two MCTS players of one budget (seeded apart): their games go both ways.
     rules = rules_of_env("Go9x9-v0", komi=7.5)
@@ -54,6 +56,7 @@ def test_intervals_shrink_as_games_are_added() -> None:
     assert np.all(np.diff(np.array(widths), axis=0) < 0), widths
 
 
+@pytest.mark.slow
 def test_the_ratings_command_prints_the_table(tournament: list[Path], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["ratings", *map(str, tournament), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)

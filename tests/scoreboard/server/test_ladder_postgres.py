@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from palaestra.ladder.match import play_match, read_match, rules_of_env
 from palaestra.ladder.players import parse_player
 from palaestra.scoreboard.client import ScoreboardClient
 
 
+@pytest.mark.postgres
+@pytest.mark.slow
 def test_postgresql_stores_and_rates_a_match(scoreboard_factory: Any, postgres_url: str, tmp_path: Path) -> None:
     folder = tmp_path / "match"
     play_match(rules_of_env("Go9x9-v0", komi=7.5), parse_player("mcts:5"), parse_player("random"), 2, folder)
