@@ -16,7 +16,8 @@ def register(subparsers: Any) -> None:
         "upload",
         help="upload a training directory to a scoreboard server",
         description="Upload a training directory (or, with --benchmark, a directory of runs) to a palaestra "
-        "scoreboard server. Prints the web page's URL, then the evaluation (or benchmark run) id on the last "
+        "scoreboard server; or a match folder (palaestra match), whose games the server replays and checks "
+        "before adding them to the ladder of their rules. Prints the web page's URL, then the evaluation (or benchmark run) id on the last "
         "line. Running it again after a failure never makes a second evaluation.",
         epilog="The server and API key come from --server / $PALAESTRA_SERVER / $OPENAI_GYM_API_BASE and "
         "$PALAESTRA_API_KEY / $OPENAI_GYM_API_KEY, else from 'palaestra login'.",
@@ -109,6 +110,8 @@ def _upload(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
 
     tags = _parse_tags(args.tags)
+    if os.path.isfile(os.path.join(args.directory, "match.json")):
+        return _dry_run_match(args) if args.dry_run else _upload_match(args)
     if args.dry_run:
         return _dry_run(args, tags)
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
@@ -126,4 +129,29 @@ def _upload(args: argparse.Namespace) -> int:
     else:
         print(result.web_url)
         print(result.id)
+    return 0
+
+
+def _dry_run_match(args: argparse.Namespace) -> int:
+    """What ``palaestra upload`` would send of a match folder, without a server or a key."""
+    from palaestra.ladder.match import read_match
+
+    document = read_match(args.directory)
+    games = [str(entry.get("file", "")) for entry in document.get("games", [])]
+    print(json.dumps({"dry_run": True, "match": document, "games": games}, indent=2))
+    return 0
+
+
+def _upload_match(args: argparse.Namespace) -> int:
+    """A match folder (``palaestra match``): its games go to the ladder of their rules."""
+    from palaestra.scoreboard.client import ScoreboardClient
+
+    with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
+        match = client.upload_match(args.directory)
+    if args.json:
+        print(json.dumps({"id": match.id, "object": match.object, "web_url": match.web_url}))
+    else:
+        print(f"{len(match.games)} games checked and added to the ladder {match.ladder}")
+        print(match.web_url)
+        print(match.id)
     return 0

@@ -96,6 +96,8 @@ ID_PREFIX = {
     "algorithm": "alg_",
     "request": "req_",
     "api_key": "key_",
+    "ladder_match": "match_",
+    "ladder_game": "game_",
 }
 
 #: Error ``type`` meaning "no particular parameter" (the 2017 client maps it to ``param=None``).

@@ -27,8 +27,8 @@ def _upgrade_and_downgrade(url: str) -> None:
         with engine.begin() as conn:
             conn.execute(sa.text(_USER))
             conn.execute(sa.text(_EVALUATION))
-        migrate.upgrade(engine)
-        assert migrate.current_revision(engine) == migrate.SCHEMA_HEAD == "0005_provenance"
+        migrate.upgrade(engine, "0005_provenance")
+        assert migrate.current_revision(engine) == "0005_provenance"
         with engine.connect() as conn:
             row = conn.execute(
                 sa.text("SELECT id, mean, provenance, conditions, conditions_key FROM evaluations")

@@ -24,7 +24,7 @@ from urllib.parse import quote, urljoin
 import httpx
 
 from palaestra.errors import APIError, ConfigurationError, InvalidRequestError
-from palaestra.scoreboard import protocol
+from palaestra.scoreboard import ladder_protocol, protocol
 from palaestra.scoreboard.client.config import (
     check_api_key,
     normalize_server,
@@ -138,6 +138,21 @@ class ScoreboardClient:
     ) -> protocol.EvaluationObject:
         return self.http.call(
             protocol.EvaluationObject, "POST", _v1("evaluations"), body=body, idempotency_key=idempotency_key
+        )
+
+    def upload_match(self, folder: str | Path) -> ladder_protocol.MatchObject:
+        """Upload a match folder (``palaestra match``'s): the server replays and checks every game,
+        and stores all of them or, naming the first game at fault, none."""
+        from palaestra.ladder.match import read_match
+
+        document = read_match(folder)
+        games = {}
+        for entry in document.get("games", []):
+            name = str(entry.get("file", ""))
+            games[name] = (Path(folder) / name).read_text(encoding="utf-8")
+        body = ladder_protocol.MatchUpload(match=document, games=games)
+        return self.http.call(
+            ladder_protocol.MatchObject, "POST", protocol.API_PREFIX + ladder_protocol.LADDER_MATCHES_PATH, body=body
         )
 
     def retrieve_evaluation(self, evaluation_id: str) -> protocol.EvaluationObject:

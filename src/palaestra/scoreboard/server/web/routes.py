@@ -28,7 +28,7 @@ from palaestra.scoreboard.server.records import (
     evaluation_select,
 )
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
-from palaestra.scoreboard.server.web import aggregate, compare, curves, entries, queries
+from palaestra.scoreboard.server.web import aggregate, compare, curves, entries, ladder_pages, queries
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web.provenance_view import provenance_view
 from palaestra.scoreboard.server.web.render import render
@@ -356,9 +356,11 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
     for v in videos:
         downloads.append(Download(f"Video of episode {v.video.episode_id} ({v.video.name})", v.url))
     best = None
+    ladder_links: list[tuple[str, str]] = []
     if ev.env_id:
         with database(request).read() as session:
             best = queries.best_evaluation_id(session, ev.env_id)
+            ladder_links = ladder_pages.ladder_links(session, ev.env_id, ev.algorithm.name if ev.algorithm else None)
     return render(
         request,
         "evaluation.html",
@@ -372,6 +374,7 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
         compare_url=compare.CompareSettings().url([ev.id, best]) if best and best != ev.id else None,
         run=provenance_view(ev.provenance, ev.conditions),
+        ladder_links=ladder_links,
     )
 
 
