@@ -467,7 +467,7 @@ def test_a_cleanrl_style_vector_training_loop_uploads_and_shows_on_the_evaluatio
         weights = best + 0.5 * rng.normal(size=best.shape)
     envs.close()
     results = palaestra.load_results(tmp_path / "run")
-    assert len(results["manifests"]) == 8 and results["videos"]
+    assert len(results["manifests"]) == 1 and set(results["env_index"]) == set(range(8)) and results["videos"]
     evaluation_id = palaestra.upload(
         str(tmp_path / "run"), algorithm_id="cleanrl-style", server=scoreboard_server.url,
         api_key=scoreboard_server.api_key,
