@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from palaestra.durable import write_atomically
 
@@ -102,6 +103,17 @@ def atomic_write_json(path: str | os.PathLike[str], document: Any) -> None:
     Monitor starts and closes (and on every reset only with ``write_upon_reset=True``).
     """
     data = json.dumps(document, default=json_default).encode("utf-8")
+    write_atomically(path, lambda f: f.write(data))
+
+
+def atomic_write_json_columns(path: str | os.PathLike[str], document: dict[str, Any]) -> None:
+    """:func:`atomic_write_json` for a document whose long lists are numpy arrays (a stats document
+    from :func:`palaestra.monitoring.journal.stats_columns`), encoded by orjson straight from the
+    arrays. For the vector Monitor's close: at 55,000 episodes (512 sub-environments, 10,000 steps)
+    ``json.dumps`` of the lists took 40-75 ms and making the lists 15-20 ms; orjson from the arrays
+    takes about 3 ms (bench/vector_monitor.py). The text is JSON that ``json`` reads back to the same
+    values (shortest round-trip floats, as ``json`` writes them)."""
+    data = orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
     write_atomically(path, lambda f: f.write(data))
 
 
