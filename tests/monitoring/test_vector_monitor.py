@@ -468,3 +468,30 @@ def test_a_true_reward_in_info_is_recorded_instead_of_the_reward_the_agent_sees(
     results = palaestra.load_results(tmp_path)
     assert results["episode_rewards"] == pytest.approx(true.tolist())
     assert results["episode_rewards"] != pytest.approx(seen.tolist())
+
+
+# -- env ids -------------------------------------------------------------------------------------
+def test_a_vector_env_without_a_spec_is_refused_with_a_hint_and_env_id_names_it(tmp_path):
+    def spec_less():
+        return SyncVectorEnv([lambda: CountingEnv(2)] * 2)
+
+    with pytest.raises(MonitorError, match=r"SyncVectorEnv has no spec.*env_id='CartPole-v1'.*gymnasium.make_vec"):
+        palaestra.Monitor(spec_less(), tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+    envs = palaestra.Monitor(spec_less(), tmp_path / "named", env_id="palaestra-test/Counting-v0")
+    envs.reset()
+    step_n(envs, 2)
+    envs.close()
+    results = palaestra.load_results(tmp_path / "named")
+    assert results["env_info"]["env_id"] == "palaestra-test/Counting-v0" and results["episode_lengths"] == [2, 2]
+
+
+def test_an_env_id_that_disagrees_with_the_spec_or_is_empty_is_refused(tmp_path):
+    envs = counting_envs([2])
+    with pytest.raises(MonitorError, match=r"env_id='CartPole-v1' disagrees with the vector environment's spec"):
+        palaestra.Monitor(envs, tmp_path, env_id="CartPole-v1")
+    with pytest.raises(MonitorError, match="env_id must be a non-empty string"):
+        palaestra.Monitor(envs, tmp_path, env_id=" ")
+    recorded = palaestra.Monitor(envs, tmp_path, env_id=envs.envs[0].spec.id)  # agreeing is fine
+    assert recorded.env_id == envs.envs[0].spec.id
+    recorded.close()
