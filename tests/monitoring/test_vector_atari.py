@@ -4,7 +4,6 @@ without a spec, and videos made from the observations of a vector env that canno
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import gymnasium as gym
@@ -15,7 +14,7 @@ from gymnasium import spaces
 import palaestra
 from palaestra.errors import MonitorError
 from palaestra.monitoring.vector import observation_frame_index
-from palaestra.monitoring.video import ffmpeg_binary
+from tests.monitoring.monitoring_helpers import decoded_frames
 
 ale_py = pytest.importorskip("ale_py", reason="ale-py (the atari extra) is not installed")
 from ale_py.vector_env import AtariVectorEnv  # noqa: E402
@@ -34,20 +33,11 @@ def play(envs, steps, seed=0):
     return seen
 
 
-def decoded_frames(path: str, height: int, width: int, channels: int) -> np.ndarray:
-    """Every frame of an mp4, decoded by ffmpeg to grey or RGB bytes."""
-    pix_fmt = "gray" if channels == 1 else "rgb24"
-    done = subprocess.run(
-        [ffmpeg_binary(), "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", pix_fmt, "-"],
-        capture_output=True,
-        check=True,
-    )
-    return np.frombuffer(done.stdout, np.uint8).reshape(-1, height, width, channels)
-
-
 def test_an_atari_vector_env_made_directly_is_refused_with_a_hint_and_both_ways_it_names_work(tmp_path):
+    direct = AtariVectorEnv("pong", 2)
     with pytest.raises(MonitorError) as refused:
-        palaestra.Monitor(AtariVectorEnv("pong", 2), tmp_path / "refused")
+        palaestra.Monitor(direct, tmp_path / "refused")
+    direct.close()
     hint = str(refused.value)
     assert "AtariVectorEnv has no spec" in hint and "keeps neither its game nor its settings" in hint
     assert not (tmp_path / "refused").exists()  # refused before anything is written

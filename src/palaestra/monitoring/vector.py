@@ -42,11 +42,11 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.envs.registration import EnvSpec
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
 from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import files
+from palaestra.monitoring.env_ids import vector_env_id, vector_spec
 from palaestra.monitoring.journal import KIND_BY_TYPE
 from palaestra.monitoring.monitor import (
     VIDEO_RENDER_MODES,
@@ -108,7 +108,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         self.autoreset_mode = autoreset_mode_of(env)
         n = self.num_envs
         self.video_envs = _check_video_envs(video_envs, n)
-        spec = _vector_spec(env)
+        spec = vector_spec(env)
         self.env_id: str = vector_env_id(env, spec, env_id)
         self.directory = prepare_directory(directory, force=force, resume=resume)
         self.env_info = {**env_info_of_spec(spec), "env_id": self.env_id}
@@ -454,62 +454,6 @@ def autoreset_mode_of(env: VectorEnv[Any, Any, Any]) -> AutoresetMode:
             "gymnasium.vector.AutoresetMode: the Monitor cannot tell where its episodes end"
         )
     return mode
-
-
-def vector_env_id(env: VectorEnv[Any, Any, Any], spec: EnvSpec | None, env_id: str | None) -> str:
-    """The env id to record: ``env_id`` where given (it must agree with ``spec``), else the spec's.
-
-    Raises:
-        MonitorError: neither is there (an upload files each run under its env id), or they differ.
-    """
-    if env_id is not None:
-        if not isinstance(env_id, str) or not env_id.strip():
-            raise MonitorError(f"env_id must be a non-empty string such as 'ALE/Pong-v5', not {env_id!r}")
-        if spec is not None and spec.id != env_id:
-            raise MonitorError(
-                f"env_id={env_id!r} disagrees with the vector environment's spec, which says {spec.id!r}: "
-                "leave env_id out (the spec's id is recorded) or make the env you mean"
-            )
-        return env_id
-    if spec is not None:
-        return spec.id
-    raise MonitorError(_no_env_id_hint(env))
-
-
-def _no_env_id_hint(env: VectorEnv[Any, Any, Any]) -> str:
-    unwrapped = env.unwrapped
-    name = type(unwrapped).__name__
-    message = (
-        f"The vector environment {name} has no spec, so the Monitor cannot tell which env id to record "
-        "(an upload files the run under it)."
-    )
-    if type(unwrapped).__module__.startswith("ale_py"):
-        # ale-py's AtariVectorEnv keeps neither its game nor its settings (only a handle to the C++
-        # batch), so they cannot be read back from it.
-        return (
-            f"{message} ale-py's AtariVectorEnv keeps neither its game nor its settings. Make it with "
-            "gymnasium.make_vec('ALE/Pong-v5', num_envs=N, vectorization_mode='vector_entry_point') "
-            "(the same AtariVectorEnv, with a spec; after import ale_py), or pass the id: "
-            "palaestra.Monitor(envs, directory, env_id='ALE/Pong-v5')."
-        )
-    return (
-        f"{message} Pass it, as in palaestra.Monitor(envs, directory, env_id='CartPole-v1'), or make the "
-        "env with gymnasium.make_vec(env_id, num_envs=N), which gives it a spec."
-    )
-
-
-def _vector_spec(env: VectorEnv[Any, Any, Any]) -> EnvSpec | None:
-    """The env id's spec: the vector env's (``make_vec`` sets it), else its first sub-env's."""
-    if env.spec is not None:
-        return env.spec
-    unwrapped = env.unwrapped
-    if isinstance(unwrapped, SyncVectorEnv):
-        return unwrapped.envs[0].spec
-    get_attr = getattr(unwrapped, "get_attr", None)  # AsyncVectorEnv's, and most vector envs'
-    try:
-        return get_attr("spec")[0] if get_attr is not None else None
-    except Exception:  # sub-environments without a spec attribute
-        return None
 
 
 def _check_video_envs(video_envs: Sequence[int], num_envs: int) -> tuple[int, ...]:
