@@ -167,8 +167,11 @@ def stats_columns(
 ) -> dict[str, Any]:
     """:func:`stats_document` with its numeric lists as contiguous numpy arrays (what
     :func:`palaestra.monitoring.files.atomic_write_json_columns` writes without making lists)."""
-    episodes = records[records["kind"] != KIND_ABANDONED]
-    abandoned = records[records["kind"] == KIND_ABANDONED]
+    is_abandoned = records["kind"] == KIND_ABANDONED
+    if is_abandoned.any():
+        episodes, abandoned = records[~is_abandoned], records[is_abandoned]
+    else:  # the usual run: no copy of every record
+        episodes, abandoned = records, records[:0]
     kinds = episodes["kind"]
     evaluation = kinds == KIND_BY_TYPE["e"]
     columns: dict[str, Any] = {
