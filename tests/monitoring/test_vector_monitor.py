@@ -495,3 +495,18 @@ def test_an_env_id_that_disagrees_with_the_spec_or_is_empty_is_refused(tmp_path)
     recorded = palaestra.Monitor(envs, tmp_path, env_id=envs.envs[0].spec.id)  # agreeing is fine
     assert recorded.env_id == envs.envs[0].spec.id
     recorded.close()
+
+
+def test_write_upon_reset_rewrites_the_one_stats_file_with_every_sub_environments_episodes(tmp_path):
+    envs = palaestra.Monitor(counting_envs([2, 3], AutoresetMode.DISABLED), tmp_path, write_upon_reset=True)
+    envs.reset()
+    step_n(envs, 2)
+    envs.reset(options={"reset_mask": np.array([True, False])})
+    stats = json.loads(Path(envs.stats_recorder.path).read_text())  # rewritten, the journal still open
+    assert stats["episode_lengths"] == [2] and stats["env_index"] == [0]
+    step_n(envs, 1)
+    envs.reset()
+    stats = json.loads(Path(envs.stats_recorder.path).read_text())
+    assert stats["episode_lengths"] == [2, 3] and stats["env_index"] == [0, 1]
+    assert stats["abandoned_steps"] == [1]  # sub-env 0's second episode, reset after one step
+    envs.close()
