@@ -12,7 +12,8 @@ upload client and the built-in agents. Everything else is an extra (``pyproject.
 ``mujoco``     Gymnasium's MuJoCo environments; ``box2d``: its Box2D environments
 ``pettingzoo`` the two-player board games as PettingZoo environments
 ``ray``        benchmark runs on a Ray cluster
-``all``        all of the above but ``ray``
+``envpool``    EnvPool's C++ vector envs (the vector Monitor reads their task ids)
+``all``        all of the above but ``ray`` and ``envpool``
 =============  =====================================================================
 
 Importing palaestra never needs an extra; a feature used without its extra raises
@@ -42,6 +43,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "box2d": ("Box2D",),
     "pettingzoo": ("pettingzoo",),
     "ray": ("ray",),
+    "envpool": ("envpool",),
 }
 
 _EXTRA_OF_MODULE = {module: extra for extra, modules in EXTRA_MODULES.items() for module in modules}

@@ -247,7 +247,7 @@ def test_run_with_num_envs_records_one_run_from_every_sub_environment(tmp_path: 
     recorded = int(out.split("Recorded ")[1].split()[0])
     results = pal.load_results(tmp_path / "v")
     assert 40 <= recorded == len(results["episode_lengths"]) < 48  # the last step may end a few more
-    assert len(results["manifests"]) == 8 and len(set(results["data_sources"])) == 8
+    assert len(results["manifests"]) == 1 and len(set(results["env_index"])) == 8
     assert results["env_info"]["env_id"] == "Hex9x9-v0"
     # the videos are sub-environment 0's, on the capped cubic schedule of its games
     names = [Path(v).name for v, _ in results["videos"]]
@@ -265,7 +265,8 @@ def test_run_with_num_envs_in_async_processes_counts_the_steps_of_all(tmp_path: 
     steps = int(out.split("(")[1].split()[0])
     assert 400 <= steps < 404  # the budget is checked after each vector step of 4 sub-environments
     results = pal.load_results(tmp_path / "a")
-    assert 0 < sum(results["episode_lengths"]) <= 400 and len(results["manifests"]) == 4
+    assert 0 < sum(results["episode_lengths"]) <= 400 and len(results["manifests"]) == 1
+    assert set(results["env_index"]) == {0, 1, 2, 3}
 
 
 def test_each_sub_environment_has_its_own_agent_that_sees_one_stream_of_episodes(tmp_path: Path) -> None:
@@ -292,7 +293,7 @@ def test_each_sub_environment_has_its_own_agent_that_sees_one_stream_of_episodes
     assert len({id(a.action_space) for a in agents}) == 3
     results = pal.load_results(tmp_path / "c")
     by_source: dict[int, list[int]] = {}
-    for source, length in zip(results["data_sources"], results["episode_lengths"]):
+    for source, length in zip(results["env_index"], results["episode_lengths"]):
         by_source.setdefault(source, []).append(length)
     assert sorted(by_source.values()) == sorted(a.episodes for a in agents)
     assert summary.episodes == len(results["episode_lengths"]) >= 30

@@ -203,7 +203,7 @@ def test_the_vector_monitor_records_every_board_and_board_0s_games(tmp_path):
     results = palaestra.load_results(tmp_path)
     ended = sum(int(step["terminated"].sum()) for step in trace[1:])
     assert len(results["episode_lengths"]) == ended > 4
-    assert set(results["data_sources"]) == {0, 1, 2, 3}
+    assert set(results["env_index"]) == {0, 1, 2, 3}
     assert results["env_info"]["env_id"] == "Hex9x9-v0"
     videos = results["videos"]
     assert videos and all("-0.video" in Path(v).name for v, _ in videos)

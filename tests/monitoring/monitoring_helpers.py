@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from palaestra.monitoring.video import ffmpeg_binary
 
 
 def play(env: gym.Env[Any, Any], episodes: int, seed: int = 0) -> list[int]:
@@ -64,3 +67,14 @@ def register_counting_env() -> str:
     if env_id not in gym.registry:
         gym.register(env_id, entry_point=CountingEnv, disable_env_checker=True)
     return env_id
+
+
+def decoded_frames(path: str, height: int, width: int, channels: int) -> np.ndarray:
+    """Every frame of an mp4, decoded by ffmpeg to grey or RGB bytes."""
+    pix_fmt = "gray" if channels == 1 else "rgb24"
+    done = subprocess.run(
+        [ffmpeg_binary(), "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", pix_fmt, "-"],
+        capture_output=True,
+        check=True,
+    )
+    return np.frombuffer(done.stdout, np.uint8).reshape(-1, height, width, channels)

@@ -39,14 +39,14 @@ def step_n(envs, n):
 
 
 def per_source(results):
-    """Each data source's episode lengths, in the order they ended."""
+    """Each sub-environment's episode lengths, in the order they ended."""
     found: dict[int, list[int]] = {}
-    for source, length in zip(results["data_sources"], results["episode_lengths"]):
+    for source, length in zip(results["env_index"], results["episode_lengths"]):
         found.setdefault(source, []).append(length)
     return found
 
 
-def test_monitor_of_a_make_vec_env_just_works_and_writes_one_manifest_and_stats_file_per_sub_env(tmp_path):
+def test_monitor_of_a_make_vec_env_just_works_and_writes_one_manifest_and_one_stats_file(tmp_path):
     envs = palaestra.Monitor(gym.make_vec("CartPole-v1", num_envs=3), tmp_path, video_callable=False, uid="u")
     assert isinstance(envs, VectorMonitor)
     envs.reset(seed=0)
@@ -57,17 +57,20 @@ def test_monitor_of_a_make_vec_env_just_works_and_writes_one_manifest_and_stats_
     names = sorted(os.listdir(tmp_path))
     infix = envs.file_infix
     assert infix.endswith(".u")
-    assert names == sorted(
-        [f"openaigym.episode_batch.{infix}-{k}.stats.json" for k in range(3)]
-        + [f"openaigym.manifest.{infix}-{k}.manifest.json" for k in range(3)]
-        + [f"openaigym.provenance.{infix}.json"]  # one for the vector Monitor
-    )
-    manifest = json.loads((tmp_path / f"openaigym.manifest.{infix}-1.manifest.json").read_text())
-    assert list(manifest) == ["stats", "videos", "env_info"]  # the journal key goes at close
-    assert manifest["stats"] == f"openaigym.episode_batch.{infix}-1.stats.json"
+    assert names == [
+        f"openaigym.episode_batch.{infix}.stats.json",
+        f"openaigym.manifest.{infix}.manifest.json",
+        f"openaigym.provenance.{infix}.json",  # one for the vector Monitor
+    ]
+    manifest = json.loads((tmp_path / f"openaigym.manifest.{infix}.manifest.json").read_text())
+    assert list(manifest) == ["stats", "videos", "env_info"]
+    assert manifest["stats"] == f"openaigym.episode_batch.{infix}.stats.json"
     assert manifest["env_info"]["env_id"] == "CartPole-v1"
+    stats = json.loads((tmp_path / manifest["stats"]).read_text())
+    assert len(stats["env_index"]) == len(stats["timestamps"]) and set(stats["env_index"]) == {0, 1, 2}
     results = palaestra.load_results(tmp_path)
-    assert len(results["manifests"]) == 3 and sorted(set(results["data_sources"])) == [0, 1, 2]
+    assert len(results["manifests"]) == 1 and set(results["data_sources"]) == {0}
+    assert results["env_index"] == stats["env_index"]
     assert results["timestamps"] == sorted(results["timestamps"])
     assert results["episode_lengths"] == envs.get_episode_lengths()
     assert results["episode_rewards"] == [float(n) for n in results["episode_lengths"]]
@@ -75,12 +78,18 @@ def test_monitor_of_a_make_vec_env_just_works_and_writes_one_manifest_and_stats_
     assert sum(results["episode_lengths"]) <= envs.get_total_steps() <= 300
 
 
-def test_sub_environment_infixes_are_zero_padded_so_names_sort_in_sub_environment_order(tmp_path):
-    envs = palaestra.Monitor(counting_envs([2] * 11), tmp_path, uid="u")
+@pytest.mark.parametrize("num_envs", [1, 11, 300])
+def test_the_files_are_two_whatever_the_number_of_sub_environments(tmp_path, num_envs):
+    envs = palaestra.Monitor(counting_envs([2] * num_envs), tmp_path, uid="u")
     envs.reset()
+    step_n(envs, 5)
+    assert len(os.listdir(tmp_path)) == 3  # and the journal while open
     envs.close()
-    stats = sorted(n for n in os.listdir(tmp_path) if n.endswith(".stats.json"))
-    assert [n.split("-")[-1] for n in stats] == [f"{k:02d}.stats.json" for k in range(11)]
+    assert sorted(os.listdir(tmp_path)) == [
+        f"openaigym.episode_batch.{envs.file_infix}.stats.json",
+        f"openaigym.manifest.{envs.file_infix}.manifest.json",
+    ]
+    assert per_source(palaestra.load_results(tmp_path)) == {k: [2, 2] for k in range(num_envs)}
 
 
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
@@ -126,7 +135,7 @@ def test_truncated_episodes_are_told_apart_from_terminated_ones(tmp_path):
     step_n(envs, 8)
     envs.close()
     results = palaestra.load_results(tmp_path)
-    truncated = {(s, t) for s, t in zip(results["data_sources"], results["episode_truncated"])}
+    truncated = {(s, t) for s, t in zip(results["env_index"], results["episode_truncated"])}
     assert truncated == {(0, False), (1, True)}
 
 
@@ -182,7 +191,7 @@ def test_training_and_evaluation_modes_apply_to_the_episodes_that_start_after_th
     step_n(envs, 6)  # the episodes running at the switch (ending at steps 4 and 6) stay evaluation
     envs.close()
     results = palaestra.load_results(tmp_path)
-    assert list(zip(results["data_sources"], results["episode_types"])) == [
+    assert list(zip(results["env_index"], results["episode_types"])) == [
         (0, "e"), (1, "e"), (0, "e"), (0, "t"), (1, "e"), (0, "t"), (1, "t"),
     ]
 
@@ -231,7 +240,7 @@ def test_force_resume_and_the_occupied_directory_rules_are_the_monitors(tmp_path
     assert len(palaestra.load_results(tmp_path)["episode_lengths"]) == 4
     record(uid="c", force=True)
     results = palaestra.load_results(tmp_path)
-    assert len(results["episode_lengths"]) == 2 and len(results["manifests"]) == 2
+    assert len(results["episode_lengths"]) == 2 and len(results["manifests"]) == 1
 
 
 def test_resuming_adds_a_run_beside_the_earlier_one(tmp_path):
@@ -241,7 +250,8 @@ def test_resuming_adds_a_run_beside_the_earlier_one(tmp_path):
         step_n(envs, 3)
         envs.close()
     results = palaestra.load_results(tmp_path)
-    assert results["episode_lengths"] == [2, 3, 2, 3] and len(results["manifests"]) == 4
+    assert results["episode_lengths"] == [2, 3, 2, 3] and len(results["manifests"]) == 2
+    assert results["env_index"] == [0, 1, 0, 1]
 
 
 def test_the_directory_loads_while_the_monitor_is_open_from_the_shared_journal(tmp_path, monkeypatch):
@@ -254,7 +264,7 @@ def test_the_directory_loads_while_the_monitor_is_open_from_the_shared_journal(t
     step_n(envs, 500)
     assert len(writes) == writes_at_start  # episodes are journaled, nothing is rewritten
     journals = [n for n in os.listdir(tmp_path) if n.endswith(files.JOURNAL_SUFFIX)]
-    assert journals == [files.vector_journal_name(envs.file_infix)]
+    assert journals == [os.path.basename(files.journal_path(envs.stats_recorder.path))]
     assert len(palaestra.load_results(tmp_path)["episode_lengths"]) == 2000
     envs.close()
     assert not [n for n in os.listdir(tmp_path) if n.endswith(files.JOURNAL_SUFFIX)]
@@ -301,13 +311,48 @@ def test_a_malformed_journal_entry_in_a_manifest_is_named(tmp_path):
     envs = palaestra.Monitor(counting_envs([2]), tmp_path)
     envs.reset()
     step_n(envs, 2)
-    manifest = json.loads(Path(envs.manifest_paths[0]).read_text())
+    manifest = json.loads(Path(envs.manifest_path).read_text())
     manifest["journal"] = {"file": "../elsewhere", "source": 0}
-    with open(envs.manifest_paths[0], "w") as f:
+    with open(envs.manifest_path, "w") as f:
         json.dump(manifest, f)
     with pytest.raises(ResultsError, match="malformed journal entry"):
         palaestra.load_results(tmp_path)
     envs.close()
+
+
+@pytest.mark.parametrize("env_index", [[0], [0, -1], [0, "1"], "01"], ids=["short", "negative", "string", "not-a-list"])
+def test_a_malformed_env_index_in_a_stats_file_is_named(tmp_path, env_index):
+    envs = palaestra.Monitor(counting_envs([2, 2]), tmp_path)
+    envs.reset()
+    step_n(envs, 2)
+    envs.close()
+    stats = json.loads(Path(envs.stats_recorder.path).read_text())
+    stats["env_index"] = env_index
+    Path(envs.stats_recorder.path).write_text(json.dumps(stats))
+    with pytest.raises(ResultsError, match=r"malformed env_index.*one sub-environment index .* per episode, 2 in all"):
+        palaestra.load_results(tmp_path)
+
+
+def test_a_directory_of_the_earlier_layout_one_stats_file_per_sub_environment_still_loads(tmp_path):
+    """What palaestra wrote before issue 27, killed while open: a manifest and a stats file per
+    sub-environment, the manifests naming one shared journal (here written by hand)."""
+    from palaestra.monitoring.journal import JournalWriter
+
+    journal = JournalWriter(str(tmp_path / "openaigym.episode_batch.0.u.journal"))
+    journal.set_initial_reset_timestamp(100.0)
+    for t, source, length in [(101.0, 1, 3), (102.0, 0, 5), (103.0, 1, 4)]:
+        journal.append(t, float(length), length, 0, False, source)
+    for k in range(2):
+        stats = f"openaigym.episode_batch.0.u-{k}.stats.json"
+        (tmp_path / stats).write_text(json.dumps({"initial_reset_timestamp": 100.0, "timestamps": [],
+                                                  "episode_lengths": [], "episode_rewards": []}))
+        manifest = {"stats": stats, "videos": [], "env_info": {"env_id": "CartPole-v1", "gym_version": "1"},
+                    "journal": {"file": "openaigym.episode_batch.0.u.journal", "source": k}}
+        (tmp_path / f"openaigym.manifest.0.u-{k}.manifest.json").write_text(json.dumps(manifest))
+    results = palaestra.load_results(tmp_path)
+    assert results["episode_lengths"] == [3, 5, 4]
+    assert results["env_index"] == [1, 0, 1]
+    journal.close()
 
 
 def test_closing_closes_the_vector_env_and_unregisters_and_stepping_after_is_refused(tmp_path):
@@ -364,7 +409,9 @@ def test_after_a_render_failure_the_vector_monitor_renders_no_more_in_that_run(t
             raise RuntimeError("no OpenGL context")
 
     caplog.set_level("INFO", logger="palaestra")
-    envs = palaestra.Monitor(SyncVectorEnv([lambda: NoOpenGL(2, render_mode="ansi")] * 2), tmp_path, video_envs=(0, 1))
+    envs = palaestra.Monitor(
+        SyncVectorEnv([lambda: NoOpenGL(2, render_mode="ansi")] * 2), tmp_path, video_envs=(0, 1), env_id="NoOpenGL-v0"
+    )
     envs.reset()
     step_n(envs, 21)  # seven episodes per sub-environment (next-step autoreset), 0, 1 on the schedule
     envs.close()
@@ -425,3 +472,45 @@ def test_a_true_reward_in_info_is_recorded_instead_of_the_reward_the_agent_sees(
     results = palaestra.load_results(tmp_path)
     assert results["episode_rewards"] == pytest.approx(true.tolist())
     assert results["episode_rewards"] != pytest.approx(seen.tolist())
+
+
+# -- env ids -------------------------------------------------------------------------------------
+def test_a_vector_env_without_a_spec_is_refused_with_a_hint_and_env_id_names_it(tmp_path):
+    def spec_less():
+        return SyncVectorEnv([lambda: CountingEnv(2)] * 2)
+
+    with pytest.raises(MonitorError, match=r"SyncVectorEnv has no spec.*env_id='CartPole-v1'.*gymnasium.make_vec"):
+        palaestra.Monitor(spec_less(), tmp_path / "refused")
+    assert not (tmp_path / "refused").exists()
+    envs = palaestra.Monitor(spec_less(), tmp_path / "named", env_id="palaestra-test/Counting-v0")
+    envs.reset()
+    step_n(envs, 2)
+    envs.close()
+    results = palaestra.load_results(tmp_path / "named")
+    assert results["env_info"]["env_id"] == "palaestra-test/Counting-v0" and results["episode_lengths"] == [2, 2]
+
+
+def test_an_env_id_that_disagrees_with_the_spec_or_is_empty_is_refused(tmp_path):
+    envs = counting_envs([2])
+    with pytest.raises(MonitorError, match=r"env_id='CartPole-v1' disagrees with the vector environment's spec"):
+        palaestra.Monitor(envs, tmp_path, env_id="CartPole-v1")
+    with pytest.raises(MonitorError, match="env_id must be a non-empty string"):
+        palaestra.Monitor(envs, tmp_path, env_id=" ")
+    recorded = palaestra.Monitor(envs, tmp_path, env_id=envs.envs[0].spec.id)  # agreeing is fine
+    assert recorded.env_id == envs.envs[0].spec.id
+    recorded.close()
+
+
+def test_write_upon_reset_rewrites_the_one_stats_file_with_every_sub_environments_episodes(tmp_path):
+    envs = palaestra.Monitor(counting_envs([2, 3], AutoresetMode.DISABLED), tmp_path, write_upon_reset=True)
+    envs.reset()
+    step_n(envs, 2)
+    envs.reset(options={"reset_mask": np.array([True, False])})
+    stats = json.loads(Path(envs.stats_recorder.path).read_text())  # rewritten, the journal still open
+    assert stats["episode_lengths"] == [2] and stats["env_index"] == [0]
+    step_n(envs, 1)
+    envs.reset()
+    stats = json.loads(Path(envs.stats_recorder.path).read_text())
+    assert stats["episode_lengths"] == [2, 3] and stats["env_index"] == [0, 1]
+    assert stats["abandoned_steps"] == [1]  # sub-env 0's second episode, reset after one step
+    envs.close()

@@ -9,16 +9,19 @@ growth is O(1) amortised). ``close()`` folds the journal into the 2017 JSON stat
 it; ``load_results`` reads a journal that a killed process left behind.
 
 Layout (little-endian): a 64-byte header ``b"PALJRNL1"``, record count (u64), initial reset
-timestamp (f64, NaN when unset); then 32-byte records: end timestamp (f64), reward (f64), length
+timestamp (f64, NaN when unset), number of sub-environments (u32: 0 for a single Monitor's journal,
+and in journals written before the field existed); then 32-byte records: end timestamp (f64), reward (f64), length
 (i64), kind (u8: 0 training episode, 1 evaluation episode, 2 abandoned steps), truncated (u8), two
 pad bytes, source (u32). The count is written after the records, so a record torn by a kill is
 never counted.
 
-``source`` is the sub-environment of a vector Monitor, which keeps one journal for all of its
-sub-environments (each has its own stats file and manifest; the manifest names the journal and the
-source, see :func:`palaestra.monitoring.files.manifest_document`): one memory map for any number of
-sub-environments, and the episodes that end in one vector step are appended with one copy. The
-single Monitor's records have source 0 (journals written before the field existed hold 0 there).
+``source`` is the sub-environment of a vector Monitor, which keeps one stats file, one manifest and
+one journal for all of its sub-environments: one memory map for any number of them, and the episodes
+that end in one vector step are appended with one copy. A vector Monitor's journal turns into a stats
+document with palaestra's per-episode ``env_index`` list (see :func:`stats_document`). The single
+Monitor's records have source 0 (journals written before the field existed hold 0 there).
+(palaestra before issue 27 gave each sub-environment its own stats file and manifest, which named
+the shared journal and the source; :mod:`palaestra.monitoring.results` still reads those.)
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import math
 import mmap
 import os
 import struct
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -37,6 +40,8 @@ RECORD = struct.Struct("<ddqBB2xI")
 RECORD_SIZE = RECORD.size
 _COUNT = struct.Struct("<Q")
 _INITIAL = struct.Struct("<d")
+_NUM_ENVS = struct.Struct("<I")
+_NUM_ENVS_OFFSET = 24
 RECORD_DTYPE = np.dtype(
     [("t", "<f8"), ("r", "<f8"), ("l", "<i8"), ("kind", "u1"), ("truncated", "u1"), ("pad", "V2"), ("source", "<u4")]
 )
@@ -53,7 +58,7 @@ class JournalWriter:
     mapping (the vector Monitor): ``i = reserve(n)``, fill ``columns[field][i:i + n]``, ``commit(n)``.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, num_envs: int = 0) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         self._capacity = INITIAL_CAPACITY
@@ -61,6 +66,7 @@ class JournalWriter:
         self._map = mmap.mmap(self._fd, HEADER_SIZE + self._capacity * RECORD_SIZE)
         self._map[0:8] = MAGIC
         _INITIAL.pack_into(self._map, 16, math.nan)
+        _NUM_ENVS.pack_into(self._map, _NUM_ENVS_OFFSET, num_envs)
         self.count = 0
         #: Each field of every record slot in the mapping, as a numpy array (valid until the next
         #: ``reserve``, which may remap the file: look it up again after each).
@@ -133,33 +139,67 @@ class JournalWriter:
             os.unlink(self.path)
 
 
-def read_journal_records(path: str) -> tuple[float | None, np.ndarray]:
-    """The initial reset timestamp and the counted records of a journal file."""
+class Journal(NamedTuple):
+    """What a journal file holds: its header's fields and its counted records."""
+
+    initial_reset_timestamp: float | None
+    records: np.ndarray
+    #: the vector Monitor's number of sub-environments; 0 for a single Monitor's journal
+    num_envs: int
+
+
+def read_journal_records(path: str) -> Journal:
+    """The header and the counted records of a journal file."""
     with open(path, "rb") as f:
         raw = f.read()
     if len(raw) < HEADER_SIZE or raw[:8] != MAGIC:
         raise ValueError("not a palaestra episode journal (bad header)")
     (count,) = _COUNT.unpack_from(raw, 8)
     (initial,) = _INITIAL.unpack_from(raw, 16)
+    (num_envs,) = _NUM_ENVS.unpack_from(raw, _NUM_ENVS_OFFSET)
     count = min(count, (len(raw) - HEADER_SIZE) // RECORD_SIZE)
     records = np.frombuffer(raw, RECORD_DTYPE, count, HEADER_SIZE)
-    return (None if math.isnan(initial) else initial), records
+    return Journal(None if math.isnan(initial) else initial, records, num_envs)
 
 
-def stats_document(initial_reset_timestamp: float | None, records: np.ndarray) -> dict[str, Any]:
-    """The stats document (the keys of a stats file) of one source's records, in journal order."""
-    episodes = records[records["kind"] != KIND_ABANDONED]
-    abandoned = records[records["kind"] == KIND_ABANDONED]
-    return {
+def stats_columns(
+    initial_reset_timestamp: float | None, records: np.ndarray, env_index: bool = False
+) -> dict[str, Any]:
+    """:func:`stats_document` with its numeric lists as contiguous numpy arrays (what
+    :func:`palaestra.monitoring.files.atomic_write_json_columns` writes without making lists)."""
+    is_abandoned = records["kind"] == KIND_ABANDONED
+    if is_abandoned.any():
+        episodes, abandoned = records[~is_abandoned], records[is_abandoned]
+    else:  # the usual run: no copy of every record
+        episodes, abandoned = records, records[:0]
+    kinds = episodes["kind"]
+    evaluation = kinds == KIND_BY_TYPE["e"]
+    columns: dict[str, Any] = {
         "initial_reset_timestamp": initial_reset_timestamp,
-        "timestamps": episodes["t"].tolist(),
-        "episode_lengths": episodes["l"].tolist(),
-        "episode_rewards": episodes["r"].tolist(),
-        "episode_types": [TYPE_BY_KIND[k] for k in episodes["kind"].tolist()],
-        "episode_truncated": episodes["truncated"].astype(bool).tolist(),
-        "abandoned_steps": abandoned["l"].tolist(),
-        "abandoned_timestamps": abandoned["t"].tolist(),
+        "timestamps": np.ascontiguousarray(episodes["t"]),
+        "episode_lengths": np.ascontiguousarray(episodes["l"]),
+        "episode_rewards": np.ascontiguousarray(episodes["r"]),
+        # all training (the usual run): one list product instead of a string per episode
+        "episode_types": np.where(evaluation, "e", "t").tolist() if evaluation.any() else ["t"] * len(kinds),
+        "episode_truncated": episodes["truncated"].astype(bool),
+        "abandoned_steps": np.ascontiguousarray(abandoned["l"]),
+        "abandoned_timestamps": np.ascontiguousarray(abandoned["t"]),
     }
+    if env_index:
+        columns["env_index"] = episodes["source"].astype(np.int64)
+    return columns
+
+
+def stats_document(
+    initial_reset_timestamp: float | None, records: np.ndarray, env_index: bool = False
+) -> dict[str, Any]:
+    """The stats document (the keys of a stats file) of ``records``, in journal order.
+
+    ``env_index`` adds palaestra's per-episode ``env_index`` (each episode's sub-environment, the
+    records' source), which a vector Monitor's stats file has and the 2017 loader ignores.
+    """
+    columns = stats_columns(initial_reset_timestamp, records, env_index)
+    return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in columns.items()}
 
 
 def split_by_source(records: np.ndarray) -> dict[int, np.ndarray]:
@@ -174,9 +214,10 @@ def split_by_source(records: np.ndarray) -> dict[int, np.ndarray]:
 
 
 def read_journal(path: str, source: int | None = None) -> dict[str, Any]:
-    """The stats document held by a journal (the same keys as a stats file): every record, or only
-    those of ``source`` (a vector Monitor's sub-environment)."""
-    initial, records = read_journal_records(path)
+    """The stats document held by a journal (the same keys as a stats file): every record (with
+    ``env_index`` for a vector Monitor's journal), or only those of ``source`` (a sub-environment of
+    a vector Monitor of the earlier layout, one stats file per sub-environment)."""
+    journal = read_journal_records(path)
     if source is not None:
-        records = records[records["source"] == source]
-    return stats_document(initial, records)
+        return stats_document(journal.initial_reset_timestamp, journal.records[journal.records["source"] == source])
+    return stats_document(journal.initial_reset_timestamp, journal.records, env_index=journal.num_envs > 0)

@@ -306,15 +306,21 @@ def wrapper_stack(env: Any) -> list[str]:
     return stack
 
 
-def env_description(env: Any, spec: Any, num_envs: int | None = None) -> dict[str, Any]:
+def env_description(
+    env: Any, spec: Any, num_envs: int | None = None, env_id: str | None = None
+) -> dict[str, Any]:
     """The env id, its resolved arguments (the constructor's defaults, then the registry's, then what
-    was passed), the registry's own, the step limit, the wrapper stack and the entry point."""
+    was passed), the registry's own, the step limit, the wrapper stack and the entry point. Without a
+    spec (a vector env made directly, such as ale-py's ``AtariVectorEnv``), the id the Monitor was
+    given, ``env_id``, and no arguments."""
     from gymnasium.envs.registration import registry
 
     description: dict[str, Any] = {"wrappers": wrapper_stack(env)}
     if num_envs is not None:
         description["num_envs"] = num_envs
     if spec is None:
+        if env_id:
+            description["id"] = env_id
         return description
     kwargs = {k: v for k, v in (spec.kwargs or {}).items() if k not in _VECTOR_KEYS}
     registered = registry.get(spec.id)
@@ -365,7 +371,8 @@ class ProvenanceRecorder:
 
     Args:
         directory: the training directory; infix: the Monitor's file infix.
-        env, spec: the env the Monitor wraps and its spec; num_envs: for a vector Monitor.
+        env, spec: the env the Monitor wraps and its spec; num_envs: for a vector Monitor; env_id: the
+            id a vector Monitor was given for an env without a spec.
         config: the run's hyperparameters (any mapping; made JSON-safe, secret-named keys hidden).
         omit: sections (``"git"``) or fields (``"system.host"``) to leave out.
     """
@@ -379,12 +386,13 @@ class ProvenanceRecorder:
         config: Mapping[str, Any] | None = None,
         omit: Collection[str] = (),
         num_envs: int | None = None,
+        env_id: str | None = None,
     ) -> None:
         if config is not None and not isinstance(config, Mapping):
             raise TypeError(f"config must be a mapping of settings to values, not {type(config).__name__}")
         self.path = os.path.join(directory, files.provenance_name(infix))
         self.omit = _check_omit(omit)
-        self._env, self._spec, self._num_envs = env, spec, num_envs
+        self._env, self._spec, self._num_envs, self._env_id = env, spec, num_envs, env_id
         self._config = json_safe(dict(config)) if config is not None else None
         self._document: dict[str, Any] | None = None
         self._seeds: list[dict[str, Any]] = []
@@ -428,7 +436,7 @@ class ProvenanceRecorder:
             "command": command_line,
             "system": system_description,
             "packages": package_versions,
-            "env": lambda: env_description(self._env, self._spec, self._num_envs),
+            "env": lambda: env_description(self._env, self._spec, self._num_envs, self._env_id),
             "config": lambda: self._config,
         }
         document: dict[str, Any] = {

@@ -19,7 +19,8 @@ from palaestra.monitoring.journal import (
     stats_document,
 )
 
-#: A vector Monitor's sub-environment: (the shared journal's path, the sub-environment's source index).
+#: A sub-environment of a vector Monitor of the layout before issue 27 (a stats file and a manifest per
+#: sub-environment): (the shared journal's path, the sub-environment's source index).
 JournalSource = tuple[str, int]
 
 
@@ -45,6 +46,8 @@ class Results(TypedDict):
     abandoned_steps: list[int]
     abandoned_timestamps: list[float]
     total_steps: int
+    #: each episode's sub-environment in a vector Monitor's run (0 for a single Monitor's episodes)
+    env_index: list[int]
 
 
 def read_stats_file(
@@ -52,8 +55,9 @@ def read_stats_file(
 ) -> dict[str, Any]:
     """Read one stats file (or the journal a killed Monitor left beside it) and check its shape.
 
-    ``journal`` names a vector Monitor's shared journal and the source index of this stats file's
-    sub-environment (what its manifest says); without it the journal is the one beside the file.
+    ``journal`` names the shared journal and the source index of this stats file's sub-environment,
+    for a vector Monitor of the earlier layout (what its manifest says); without it the journal is
+    the one beside the file (every Monitor's now).
     ``journal_cache`` (a dict kept across calls) reads a shared journal once for all its sources.
     """
     doc: dict[str, Any] | None = None
@@ -81,8 +85,8 @@ def _journal_source(path: str, source: int, cache: dict[str, Any] | None) -> dic
     if cache is None:
         return read_journal(path, source)
     if path not in cache:
-        initial, records = read_journal_records(path)
-        cache[path] = (initial, split_by_source(records))
+        journal = read_journal_records(path)
+        cache[path] = (journal.initial_reset_timestamp, split_by_source(journal.records))
     initial, by_source = cache[path]
     records = by_source.get(source)
     return stats_document(initial, records if records is not None else np.zeros(0, RECORD_DTYPE))
@@ -124,6 +128,16 @@ def _check_stats(doc: Any, path: str) -> None:
             raise ResultsError(f"Stats file {path} has episode_types other than 't' and 'e'")
         if len(types) < n:
             raise ResultsError(f"Stats file {path} is inconsistent: {len(types)} episode_types but {n} timestamps")
+    env_index = doc.get("env_index")
+    if env_index is not None and (
+        not isinstance(env_index, list)
+        or len(env_index) != n
+        or any(not isinstance(k, int) or isinstance(k, bool) or k < 0 for k in env_index)
+    ):
+        raise ResultsError(
+            f"Stats file {path} has a malformed env_index: it must list one sub-environment index (an "
+            f"integer >= 0) per episode, {n} in all"
+        )
 
 
 def collapse_env_infos(env_infos: list[dict[str, Any]], training_dir: str) -> dict[str, Any]:
@@ -205,7 +219,8 @@ def load_results(training_dir: str | os.PathLike[str]) -> Results:
 
 
 def _manifest_journal(manifest: dict[str, Any], path: str, training_dir: str) -> JournalSource | None:
-    """The shared journal a vector Monitor's manifest names (see ``files.manifest_document``)."""
+    """The shared journal that the manifest of a vector Monitor's sub-environment names (the layout
+    palaestra wrote before issue 27: ``"journal": {"file": name, "source": index}``)."""
     journal = manifest.get("journal")
     if journal is None:
         return None
@@ -222,8 +237,10 @@ def _manifest_journal(manifest: dict[str, Any], path: str, training_dir: str) ->
 def merge_stats_files(stats_files: list[str], journals: list[JournalSource | None] | None = None) -> dict[str, Any]:
     """Merge stats files the 2017 way, with two defects fixed.
 
-    ``journals`` gives, for each stats file of a vector Monitor's sub-environment, the shared journal
-    and the sub-environment's source index in it (``None`` for the others).
+    ``journals`` gives, for each stats file of a sub-environment of a vector Monitor of the earlier
+    layout, the shared journal and the sub-environment's source index in it (``None`` for the others).
+    ``env_index`` is each episode's sub-environment: a vector Monitor's stats file lists it, the
+    earlier layout's is the journal source, and any other stats file's episodes have 0.
 
     * ``data_sources[k]`` indexes ``initial_reset_timestamps`` (2017 advanced the index over empty
       files too, so the two lists could disagree).
@@ -238,6 +255,7 @@ def merge_stats_files(stats_files: list[str], journals: list[JournalSource | Non
     sources: list[int] = []
     initial_resets: list[float] = []
     abandoned: list[tuple[float, int]] = []
+    env_index: list[int] = []
     any_types = False
     journal_cache: dict[str, Any] = {}
     for path, journal in zip(stats_files, journals or [None] * len(stats_files), strict=True):
@@ -261,6 +279,7 @@ def merge_stats_files(stats_files: list[str], journals: list[JournalSource | Non
             types += ["t"] * n
         file_trunc = doc.get("episode_truncated") or []
         truncated += [bool(x) for x in file_trunc[:n]] + [False] * (n - len(file_trunc[:n]))
+        env_index += doc.get("env_index") or [journal[1] if journal is not None else 0] * n
 
     order = np.argsort(np.asarray(timestamps, dtype=float), kind="stable").tolist()
     abandoned.sort()
@@ -276,4 +295,5 @@ def merge_stats_files(stats_files: list[str], journals: list[JournalSource | Non
         "abandoned_steps": [s for _, s in abandoned],
         "abandoned_timestamps": [t for t, _ in abandoned],
         "total_steps": int(sum(lengths) + sum(s for _, s in abandoned)),
+        "env_index": [env_index[i] for i in order],
     }

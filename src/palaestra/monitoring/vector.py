@@ -1,7 +1,7 @@
 """The vector Monitor: record every sub-environment of a ``gymnasium.vector.VectorEnv``.
 
 * :class:`VectorMonitor` -- a ``gymnasium.vector.VectorWrapper`` with the Monitor's arguments (plus
-  ``video_envs``); ``palaestra.Monitor(vector_env, ...)`` returns one.
+  ``video_envs`` and ``env_id``); ``palaestra.Monitor(vector_env, ...)`` returns one.
 
 It works on any vector environment: ``SyncVectorEnv``, ``AsyncVectorEnv``, and environments that
 are vectorised natively (``gym.make_vec(..., vectorization_mode="vector_entry_point")``, palaestra's
@@ -9,12 +9,22 @@ Go and Hex, JAX or C++ batches), under each of Gymnasium's autoreset modes (next
 disabled). It only sees what ``step`` returns, so in ``AsyncVectorEnv`` the bookkeeping stays in the
 calling process instead of in every worker.
 
-The training directory is the 2017 one with each sub-environment as its own data source: one
-manifest and one stats file per sub-environment (infix ``{monitor id}.{uid}-{index}``), so every
-reader (``load_results``, ``palaestra results``, the upload client, the scoreboard, gym 0.9.4's
-``load_results``) merges them into one run, episodes ordered by the time they ended. While the
-Monitor is open, the episodes of all sub-environments go to one memory-mapped journal (see
+The training directory is the 2017 one with the whole vector env as one data source: one manifest
+and one stats file (infix ``{monitor id}.{uid}``), whatever the number of sub-environments, with the
+episodes of all of them in the order they ended and palaestra's per-episode ``env_index`` saying
+which sub-environment played each (every reader -- ``load_results``, ``palaestra results``, the
+upload client, the scoreboard, gym 0.9.4's ``load_results`` -- sees one run; the 2017 ones ignore
+``env_index``). Videos keep the sub-environment in their names (``...{uid}-{index}.video{E:06}``).
+While the Monitor is open, the episodes go to the memory-mapped journal beside the stats file (see
 :mod:`palaestra.monitoring.journal`), so a killed process loses only the episodes in progress.
+
+Env ids: the vector env's spec (``gym.make_vec`` sets one), else its first sub-environment's, else
+the ``env_id`` argument; with none of them the Monitor refuses to start, since an upload needs one.
+
+Videos come from ``render()`` where the env renders (``render_mode='rgb_array'`` or ``'ansi'``), else,
+where the observations are images (ale-py's ``AtariVectorEnv``: stacked 84x84 grey frames), from the
+recorded sub-environment's observations: the newest frame of a stack, grey or RGB, streamed through
+the same recorder; their metadata says ``"frame_source": "observations"``.
 
 The bookkeeping is numpy over the whole batch: a step that ends no episode costs two in-place
 additions and one ``any``; the episodes that end in one step are journaled with one copy, whatever
@@ -31,13 +41,15 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from gymnasium.envs.registration import EnvSpec
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv, VectorWrapper
 
 from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import files
+from palaestra.monitoring.env_ids import vector_env_id, vector_spec
 from palaestra.monitoring.journal import KIND_BY_TYPE
 from palaestra.monitoring.monitor import (
+    VIDEO_RENDER_MODES,
     _registry,
     env_info_of_spec,
     episode_type_of,
@@ -67,7 +79,10 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
             sub-environment's own episode ids.
         video_envs: the sub-environments whose episodes get videos (default: sub-environment 0).
             Frames come from the sub-environment itself in a ``SyncVectorEnv``, else from the vector
-            env's ``render()`` (which renders every sub-environment, so only while a video records).
+            env's ``render()`` (which renders every sub-environment, so only while a video records);
+            a vector env that does not render but observes images gives its observations' frames.
+        env_id: the env id to record, for a vector env without a spec (ale-py's ``AtariVectorEnv``
+            made directly); it must agree with the spec where there is one.
 
     ``step`` and ``reset`` return what the vector env returns. With autoreset disabled, a
     sub-environment whose episode ended must be reset (``reset(options={"reset_mask": mask})``)
@@ -86,6 +101,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         uid: str | None = None,
         mode: str | None = None,
         video_envs: Sequence[int] = (0,),
+        env_id: str | None = None,
         config: Mapping[str, Any] | None = None,
         provenance: bool = True,
         provenance_omit: Collection[str] = (),
@@ -97,26 +113,20 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         self.autoreset_mode = autoreset_mode_of(env)
         n = self.num_envs
         self.video_envs = _check_video_envs(video_envs, n)
+        spec = vector_spec(env)
+        self.env_id: str = vector_env_id(env, spec, env_id)
         self.directory = prepare_directory(directory, force=force, resume=resume)
-        self.env_info = env_info_of_spec(_vector_spec(env))
-        self.env_id: str | None = self.env_info.get("env_id")
-        if self.env_id is None:
-            logger.warning(
-                "Monitor: the vector environment has no spec, so the manifests have no env_id and the "
-                "directory cannot be uploaded. (HINT: create it with gymnasium.make_vec.)"
-            )
+        self.env_info = {**env_info_of_spec(spec), "env_id": self.env_id}
         self.write_upon_reset = write_upon_reset
         self._monitor_id = _registry.register(self)
         self.file_infix = f"{self._monitor_id}.{uid if uid else os.getpid()}"
-        infixes = [files.sub_env_infix(self.file_infix, k, n) for k in range(n)]
-        journal_name = files.vector_journal_name(self.file_infix)
-        self.stats_recorder = VectorStatsRecorder(self.directory, infixes, journal_name)
-        self._journal_path = os.path.join(self.directory, journal_name)
-        self.manifest_paths = [os.path.join(self.directory, files.manifest_name(infix)) for infix in infixes]
-        self._infixes = infixes
+        self.stats_recorder = VectorStatsRecorder(
+            self.directory, f"{files.FILE_PREFIX}.episode_batch.{self.file_infix}", n
+        )
+        self.manifest_path = os.path.join(self.directory, files.manifest_name(self.file_infix))
         self._provenance = (
             ProvenanceRecorder(
-                self.directory, self.file_infix, env, _vector_spec(env), config, provenance_omit, n
+                self.directory, self.file_infix, env, spec, config, provenance_omit, n, env_id=self.env_id
             )
             if provenance
             else None
@@ -134,13 +144,17 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         self._restarting: np.ndarray | None = None
         # DISABLED: the sub-environments whose episodes ended and that have not been reset yet.
         self._finished: np.ndarray | None = None
-        self._video_mode = None if self.video_callable is disable_videos else video_mode_for(env.render_mode, self.env_id)
-        if self._video_mode is None:
+        self._frames: _Frames | _ObservationFrames = _Frames(env)
+        observed = observation_frame_index(env.single_observation_space)
+        if self.video_callable is disable_videos:
             self.video_envs = ()
-        self._videos: list[list[tuple[str, str]]] = [[] for _ in range(n)]
+        elif env.render_mode not in VIDEO_RENDER_MODES and observed is not None:
+            self._frames = _ObservationFrames(env, observed)
+        elif video_mode_for(env.render_mode, self.env_id) is None:
+            self.video_envs = ()
+        self._videos: list[tuple[str, str]] = []
         self._episode_ids = dict.fromkeys(self.video_envs, 0)
         self._recorders: dict[int, Any] = {}
-        self._frames = _Frames(env)
         self._step_override: Callable[[Any], Any] | None = self._refuse_step
         # The fast path looks at ended episodes only to start videos or wait for resets.
         self._watch_done = bool(self.video_envs) or self.autoreset_mode is AutoresetMode.DISABLED
@@ -163,7 +177,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         if self._restarting is not None or count_nonzero(result[2]) or count_nonzero(result[3]):
             done = self._ends(result)
             if done is not None and self._watch_done:
-                self._after_done(done)
+                self._after_done(done, result[0])
         return result
 
     def _count(self, result: tuple[Any, ...]) -> np.ndarray | None:
@@ -221,10 +235,10 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         if self._episode_kind is None:
             self._kinds[restarted] = self._kind
 
-    def _after_done(self, done: np.ndarray) -> None:
+    def _after_done(self, done: np.ndarray, observations: Any) -> None:
         """Episodes ended in the fast path: videos may start, or sub-environments wait for a reset."""
         if self.autoreset_mode is AutoresetMode.SAME_STEP:
-            self._frames.next_step()
+            self._frames.next_step(observations)
             self._start_videos(done.nonzero()[0])
         self._set_step()
 
@@ -233,7 +247,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         restarting = self._restarting
         result = self.env.step(actions)
         done = self._count(result)
-        self._frames.next_step()
+        self._frames.next_step(result[0])
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         for k in list(self._recorders):
             ended = done is not None and bool(done[k])
@@ -303,14 +317,14 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
                 if not self._finished.any():
                     self._finished = None
             restarted = mask.nonzero()[0].tolist()
-        self._frames.next_step()
+        self._frames.next_step(result[0])
         for k in set(restarted).intersection(self.video_envs):
             self._close_video(k)  # an episode reset before it ended: its video is kept as it is
             self._start_video(k)
         self._set_step()
         if self.write_upon_reset:
             self.stats_recorder.flush()
-            self._write_manifests()
+            self._write_manifest()
         return result
 
     def close(self, **kwargs: Any) -> None:
@@ -323,8 +337,9 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
             for k in list(self._recorders):
                 self._close_video(k)
             if self._started:
+                # The manifest names no more than it did at the first reset (and at each finished
+                # video): only the stats file is written, and the journal then removed.
                 self.stats_recorder.close()
-                self._write_manifests()
                 if self._provenance is not None:
                     self._provenance.close()
         finally:
@@ -370,16 +385,16 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
 
     @property
     def videos(self) -> list[tuple[str, str]]:
-        """Every finished video (path, metadata path), sub-environment by sub-environment."""
-        return [video for per_env in self._videos for video in per_env]
+        """Every finished video (path, metadata path), in the order they finished."""
+        return list(self._videos)
 
     # -- internals ----------------------------------------------------------------------------------
     def _start_files(self) -> None:
-        # As for the single Monitor, nothing is written before the first reset; from then on every
-        # stats file and manifest exists, so the directory loads at any moment.
+        # As for the single Monitor, nothing is written before the first reset; from then on the
+        # stats file and the manifest exist, so the directory loads at any moment.
         self._started = True
         self.stats_recorder.start()
-        self._write_manifests()
+        self._write_manifest()
 
     def _set_step(self) -> None:
         """Choose the step implementation for the state the monitor is in now."""
@@ -400,8 +415,10 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
             return
         from palaestra.monitoring.video import VideoRecorder
 
-        base_path = os.path.join(self.directory, files.video_base_name(self._infixes[k], episode_id))
-        recorder = VideoRecorder(self._frames.of(k), base_path=base_path, metadata={"episode_id": episode_id})
+        infix = files.sub_env_infix(self.file_infix, k, self.num_envs)
+        base_path = os.path.join(self.directory, files.video_base_name(infix, episode_id))
+        metadata = {"episode_id": episode_id, "env_index": k, **self._frames.label}
+        recorder = VideoRecorder(self._frames.of(k), base_path=base_path, metadata=metadata)
         recorder.capture_frame()
         self._recorders[k] = recorder
 
@@ -411,8 +428,8 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
             return
         recorder.close()
         if recorder.functional:
-            self._videos[k].append((recorder.path, recorder.metadata_path))
-            self._write_manifest(k)
+            self._videos.append((recorder.path, recorder.metadata_path))
+            self._write_manifest()
         elif recorder.render_failed and self.video_envs:
             # As the Monitor does: rendering again may do worse than fail (MuJoCo without a display
             # aborts the process at the second attempt); the recorder has logged the failure.
@@ -423,16 +440,9 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
                 self.env_id,
             )
 
-    def _write_manifest(self, k: int) -> None:
-        journal = (self._journal_path, k) if self.stats_recorder.journaling else None
-        document = files.manifest_document(
-            os.path.basename(self.stats_recorder.paths[k]), self._videos[k], self.env_info, journal
-        )
-        files.atomic_write_json(self.manifest_paths[k], document)
-
-    def _write_manifests(self) -> None:
-        for k in range(self.num_envs):
-            self._write_manifest(k)
+    def _write_manifest(self) -> None:
+        document = files.manifest_document(os.path.basename(self.stats_recorder.path), self._videos, self.env_info)
+        files.atomic_write_json(self.manifest_path, document)
 
 
 def true_rewards(rewards: Any, infos: dict[str, Any]) -> Any:
@@ -462,20 +472,6 @@ def autoreset_mode_of(env: VectorEnv[Any, Any, Any]) -> AutoresetMode:
     return mode
 
 
-def _vector_spec(env: VectorEnv[Any, Any, Any]) -> EnvSpec | None:
-    """The env id's spec: the vector env's (``make_vec`` sets it), else its first sub-env's."""
-    if env.spec is not None:
-        return env.spec
-    unwrapped = env.unwrapped
-    if isinstance(unwrapped, SyncVectorEnv):
-        return unwrapped.envs[0].spec
-    get_attr = getattr(unwrapped, "get_attr", None)  # AsyncVectorEnv's, and most vector envs'
-    try:
-        return get_attr("spec")[0] if get_attr is not None else None
-    except Exception:  # sub-environments without a spec attribute
-        return None
-
-
 def _check_video_envs(video_envs: Sequence[int], num_envs: int) -> tuple[int, ...]:
     chosen = tuple(int(k) for k in video_envs)
     bad = [k for k in chosen if not 0 <= k < num_envs]
@@ -499,6 +495,38 @@ def _reset_mask(options: dict[str, Any] | None, num_envs: int) -> np.ndarray | N
     return mask
 
 
+#: Frames of at least this height and width make an image observation (smaller uint8 boxes are
+#: more likely counts or board cells than pictures).
+MIN_OBSERVATION_FRAME_SIDE = 16
+
+
+def observation_frame_index(space: spaces.Space[Any]) -> tuple[Any, ...] | None:
+    """The index that takes one sub-environment's observation to its newest image frame, or None when
+    its observations are not images.
+
+    Images are uint8 boxes of shape ``(H, W)`` (grey), ``(H, W, 1)`` or ``(H, W, 3)`` (RGB), or stacks
+    of them: ``(S, H, W)`` and ``(S, H, W, C)`` (ale-py's ``AtariVectorEnv``, Gymnasium's
+    ``FrameStackObservation``, newest last) or channel-last ``(H, W, S)`` (SB3's ``VecFrameStack``),
+    where the stack axis is the shortest one.
+    """
+    if not isinstance(space, spaces.Box) or space.dtype != np.uint8:
+        return None
+    shape = space.shape
+    index: tuple[Any, ...]
+    if len(shape) == 2:
+        image, index = shape, ()
+    elif len(shape) == 3 and shape[-1] in (1, 3):
+        image, index = shape[:2], ()
+    elif len(shape) == 3:
+        stacked_first = shape[0] <= shape[-1]
+        image, index = (shape[1:], (-1,)) if stacked_first else (shape[:2], (Ellipsis, -1))
+    elif len(shape) == 4 and shape[-1] in (1, 3):
+        image, index = shape[1:3], (-1,)
+    else:
+        return None
+    return index if min(image) >= MIN_OBSERVATION_FRAME_SIDE else None
+
+
 class _Frames:
     """Frames of single sub-environments for the video recorder.
 
@@ -506,14 +534,18 @@ class _Frames:
     sub-environments in ``render()``, done at most once per step however many videos record.
     """
 
+    #: what the videos' metadata says of their frames (nothing: rendered, as the Monitor's)
+    label: dict[str, str] = {}
+
     def __init__(self, env: VectorEnv[Any, Any, Any]) -> None:
         self.env = env
+        self.render_mode = env.render_mode
         unwrapped = env.unwrapped
         self._envs = unwrapped.envs if isinstance(unwrapped, SyncVectorEnv) else None
         self._cached: Any = None
         self._fresh = False
 
-    def next_step(self) -> None:
+    def next_step(self, observations: Any) -> None:
         self._fresh = False
 
     def of(self, index: int) -> _SubEnvFrames:
@@ -533,10 +565,10 @@ class _SubEnvFrames:
     """What ``VideoRecorder`` needs of an environment (``render_mode``, ``metadata``, ``render()``),
     for one sub-environment of a vector env."""
 
-    def __init__(self, frames: _Frames, index: int) -> None:
+    def __init__(self, frames: _Frames | _ObservationFrames, index: int) -> None:
         self._frames = frames
         self.index = index
-        self.render_mode = frames.env.render_mode
+        self.render_mode = frames.render_mode
         self.metadata = frames.env.metadata
 
     def render(self) -> Any:
@@ -545,3 +577,27 @@ class _SubEnvFrames:
     def __repr__(self) -> str:
         return f"sub-environment {self.index} of {self._frames.env}"
 
+
+
+class _ObservationFrames:
+    """Frames of single sub-environments taken from the observations, for a vector env that does not
+    render: the newest image of each step's (or reset's) observation of the sub-environment."""
+
+    label = {"frame_source": "observations"}
+    render_mode = "rgb_array"
+
+    def __init__(self, env: VectorEnv[Any, Any, Any], index: tuple[Any, ...]) -> None:
+        self.env = env
+        self._index = index
+        self._observations: Any = None
+
+    def next_step(self, observations: Any) -> None:
+        self._observations = observations
+
+    def of(self, index: int) -> _SubEnvFrames:
+        return _SubEnvFrames(self, index)
+
+    def frame(self, index: int) -> Any:
+        if self._observations is None:
+            return None
+        return np.asarray(self._observations[index])[self._index]

@@ -324,6 +324,8 @@ class VideoSummary(Response):
     episode_id: int | None = None
     content_type: str
     size: int
+    #: ``"observations"`` for a video made from a vector env's observations; None when rendered
+    frame_source: str | None = None
 
 
 class EvaluationObject(Response):
@@ -740,6 +742,8 @@ class VideoMetadata(BaseModel):
     encoder_version: dict[str, Any] | None = None
     empty: bool = False
     broken: bool = False
+    #: ``"observations"``: the frames are a vector env's observations (it cannot render); else rendered
+    frame_source: str | None = Field(default=None, max_length=32)
 
     @field_validator("content_type")
     @classmethod

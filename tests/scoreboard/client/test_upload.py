@@ -467,7 +467,7 @@ def test_a_cleanrl_style_vector_training_loop_uploads_and_shows_on_the_evaluatio
         weights = best + 0.5 * rng.normal(size=best.shape)
     envs.close()
     results = palaestra.load_results(tmp_path / "run")
-    assert len(results["manifests"]) == 8 and results["videos"]
+    assert len(results["manifests"]) == 1 and set(results["env_index"]) == set(range(8)) and results["videos"]
     evaluation_id = palaestra.upload(
         str(tmp_path / "run"), algorithm_id="cleanrl-style", server=scoreboard_server.url,
         api_key=scoreboard_server.api_key,
@@ -484,6 +484,36 @@ def test_a_cleanrl_style_vector_training_loop_uploads_and_shows_on_the_evaluatio
     assert f"<dt>Training episodes</dt><dd>{fmt_number(len(results['episode_lengths']))}</dd>" in page.text
     assert f"<dt>Training timesteps</dt><dd>{fmt_number(sum(results['episode_lengths']))}</dd>" in page.text
     assert "cleanrl-style" in page.text
+
+
+def test_an_atari_vector_run_uploads_as_one_evaluation_whose_page_says_its_video_is_from_observations(
+    scoreboard_server, tmp_path
+):
+    """ale-py's AtariVectorEnv (no spec, no render): env_id= names it, sub-environment 0's video comes
+    from its observations, and the page and the API say so."""
+    pytest.importorskip("ale_py", reason="ale-py (the atari extra) is not installed")
+    from ale_py.vector_env import AtariVectorEnv
+
+    envs = palaestra.Monitor(AtariVectorEnv("breakout", 4), tmp_path / "run", env_id="ALE/Breakout-v5")
+    envs.reset(seed=0)
+    rng = np.random.default_rng(0)
+    while not envs.get_episode_lengths():
+        envs.step(rng.integers(0, 4, 4))
+    envs.close()
+    results = palaestra.load_results(tmp_path / "run")
+    assert len(results["manifests"]) == 1 and results["videos"]
+    evaluation_id = palaestra.upload(
+        str(tmp_path / "run"), algorithm_id="atari-vector", server=scoreboard_server.url,
+        api_key=scoreboard_server.api_key,
+    )
+    with client_for(scoreboard_server) as client:
+        evaluation = client.retrieve_evaluation(evaluation_id)
+    assert evaluation.env == "ALE/Breakout-v5"
+    assert evaluation.score is not None and evaluation.score.number_episodes == len(results["episode_lengths"])
+    assert evaluation.videos and {v.frame_source for v in evaluation.videos} == {"observations"}
+    page = httpx.get(f"{scoreboard_server.url}/evaluations/{evaluation_id}", timeout=30)
+    assert page.status_code == 200
+    assert page.text.count('<span class="frame-source">from observations</span>') == len(evaluation.videos)
 
 
 @pytest.mark.filterwarnings("ignore:.*CartPole-v0 is out of date")

@@ -142,6 +142,7 @@ class UnpackedVideo:
             size=self.size,
             key=key,
             metadata_key=metadata_key,
+            frame_source=self.metadata.frame_source,
         )
 
 

@@ -65,6 +65,8 @@ class StoredVideo:
     #: blob keys of the video and of its ``.meta.json``
     key: str
     metadata_key: str
+    #: ``"observations"`` when its frames are a vector env's observations (the page says so)
+    frame_source: str | None = None
 
     @classmethod
     def from_stored(cls, doc: Mapping[str, Any]) -> StoredVideo:
@@ -76,11 +78,12 @@ class StoredVideo:
             size=doc["size"],
             key=doc["key"],
             metadata_key=doc["metadata_key"],
+            frame_source=doc.get("frame_source"),
         )
 
     def stored(self) -> dict[str, Any]:
-        """The JSON document kept in the database."""
-        return {
+        """The JSON document kept in the database (``frame_source`` only where there is one)."""
+        doc: dict[str, Any] = {
             "name": self.name,
             "metadata_name": self.metadata_name,
             "episode_id": self.episode_id,
@@ -89,6 +92,9 @@ class StoredVideo:
             "key": self.key,
             "metadata_key": self.metadata_key,
         }
+        if self.frame_source is not None:
+            doc["frame_source"] = self.frame_source
+        return doc
 
     def summary(self) -> protocol.VideoSummary:
         """What the API shows (no blob keys)."""
@@ -98,6 +104,7 @@ class StoredVideo:
             episode_id=self.episode_id,
             content_type=self.content_type,
             size=self.size,
+            frame_source=self.frame_source,
         )
 
     @property
