@@ -79,15 +79,16 @@ def test_monitor_of_a_make_vec_env_just_works_and_writes_one_manifest_and_one_st
 
 
 @pytest.mark.parametrize("num_envs", [1, 11, 300])
-def test_the_files_are_two_whatever_the_number_of_sub_environments(tmp_path, num_envs):
+def test_the_files_are_three_whatever_the_number_of_sub_environments(tmp_path, num_envs):
     envs = palaestra.Monitor(counting_envs([2] * num_envs), tmp_path, uid="u")
     envs.reset()
     step_n(envs, 5)
-    assert len(os.listdir(tmp_path)) == 3  # and the journal while open
+    assert len(os.listdir(tmp_path)) == 4  # and the journal while open
     envs.close()
     assert sorted(os.listdir(tmp_path)) == [
         f"openaigym.episode_batch.{envs.file_infix}.stats.json",
         f"openaigym.manifest.{envs.file_infix}.manifest.json",
+        f"openaigym.provenance.{envs.file_infix}.json",
     ]
     assert per_source(palaestra.load_results(tmp_path)) == {k: [2, 2] for k in range(num_envs)}
 
