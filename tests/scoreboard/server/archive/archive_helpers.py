@@ -35,11 +35,15 @@ def fill_board(server: ScoreboardServer, root: Path) -> Board:
 
     board = Board(second_key=server.create_user("second"))
     with server.client() as c:
-        board.evaluations.append(upload_evaluation(c, batch=make_batch(30), videos=video_archive(2, "mp4"))["id"])
+        board.evaluations.append(
+            upload_evaluation(c, batch=make_batch(30), videos=video_archive(2, "mp4"))["id"]
+        )
         board.evaluations.append(upload_evaluation(c, env="FrozenLake-v1", batch=make_batch(12, reward=0.0),
                                                    videos=video_archive(1))["id"])  # fmt: skip
     with httpx.Client(base_url=server.url, headers=server.headers(board.second_key), timeout=60) as c:
-        board.evaluations.append(upload_evaluation(c, batch=make_batch(120, reward=190.0), algorithm={"id": "balance"})["id"])
+        board.evaluations.append(
+            upload_evaluation(c, batch=make_batch(120, reward=190.0), algorithm={"id": "balance"})["id"]
+        )
     go = recordings.record_board_games(root / "go", env_id="Go9x9-v0", episodes=2)
     upload(go, server=server.url, api_key=server.api_key, algorithm_id="random")
     run = recordings.record_classic_control2_run(root / "bench", "balance")
@@ -53,7 +57,9 @@ def _v1_urls(c: httpx.Client) -> list[str]:
     for kind in ("evaluations", "benchmark_runs", "algorithms", "files"):
         urls += [f"/v1/{kind}", f"/v1/{kind}?limit=1"]
         urls += [f"/v1/{kind}/{doc['id']}" for doc in _all(c, f"/v1/{kind}")]
-    urls += [f"/v1/envs/{doc['id']}" for doc in c.get("/v1/envs").json()["data"] if doc.get("evaluation_count")]
+    urls += [
+        f"/v1/envs/{doc['id']}" for doc in c.get("/v1/envs").json()["data"] if doc.get("evaluation_count")
+    ]
     return urls
 
 
@@ -114,6 +120,11 @@ def differences(before: dict[str, tuple[int, bytes]], after: dict[str, tuple[int
     for path, (status, body) in before.items():
         other_status, other = after.get(path, (None, b""))
         if (status, body) != (other_status, other):
-            at = next((i for i, (a, b) in enumerate(zip(body, other, strict=False)) if a != b), min(len(body), len(other)))
-            out.append(f"{path} ({status} vs {other_status}): {body[max(0, at - 60):at + 60]!r} vs {other[max(0, at - 60):at + 60]!r}")
+            at = next(
+                (i for i, (a, b) in enumerate(zip(body, other, strict=False)) if a != b),
+                min(len(body), len(other)),
+            )
+            out.append(
+                f"{path} ({status} vs {other_status}): {body[max(0, at - 60) : at + 60]!r} vs {other[max(0, at - 60) : at + 60]!r}"
+            )
     return out

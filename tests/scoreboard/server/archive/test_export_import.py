@@ -4,13 +4,15 @@ partial or newer export is refused with nothing written; a second export writes 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+import threading
 
 import httpx
 
 from tests.scoreboard.server.archive.archive_helpers import board_answers, differences, fill_board
-from tests.scoreboard.server_helpers import ScoreboardServer, make_batch, upload_evaluation
+from tests.scoreboard.server_helpers import ScoreboardServer, make_batch, upload_evaluation, video_archive
 
 
 def palaestra(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -62,3 +64,124 @@ def test_a_sqlite_board_imported_into_postgresql_answers_every_get_and_page_byte
             upload_evaluation(c, batch=make_batch(5))
     finally:
         new.stop()
+
+
+def small_board(server: ScoreboardServer, count: int = 2) -> list[str]:
+    with server.client() as c:
+        return [
+            upload_evaluation(c, batch=make_batch(10 + i), videos=video_archive(1, seed=i))["id"]
+            for i in range(count)
+        ]
+
+
+def test_a_damaged_partial_or_newer_export_is_refused_naming_the_file_with_nothing_written(
+    fresh_scoreboard_server, tmp_path
+):
+    small_board(fresh_scoreboard_server)
+    dest = tmp_path / "export"
+    fresh_scoreboard_server.palaestra("server", "export", str(dest))
+    target = tmp_path / "target"
+    env = board_env(fresh_scoreboard_server.env, target)
+
+    def refused(needle: str) -> None:
+        result = palaestra(env, "server", "import", str(dest))
+        assert result.returncode == 1 and needle in result.stderr, result.stderr
+        assert (
+            not (target / "scoreboard.sqlite3").exists() and not (target / "blobs").exists()
+        )  # nothing written
+
+    blob = next((dest / "blobs" / "sha256").rglob("*"))
+    while blob.is_dir():
+        blob = next(blob.iterdir())
+    original = blob.read_bytes()
+    blob.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    refused(f"{blob} is damaged")
+    blob.write_bytes(original)
+
+    records = dest / "records" / "evaluations.jsonl"
+    kept = records.read_bytes()
+    records.unlink()
+    refused(f"{records} is missing: the export is partial")
+    records.write_bytes(kept)
+
+    manifest = json.loads((dest / "manifest.json").read_text())
+    (dest / "manifest.json").write_text(json.dumps({**manifest, "version": 2}))
+    refused("is an export of format version 2, and this palaestra reads format versions up to 1")
+    # the same refusal from an export into that folder: it would not understand what is there
+    again = fresh_scoreboard_server.palaestra("server", "export", str(dest), check=False)
+    assert again.returncode == 1 and "format version 2" in again.stderr
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+
+    assert palaestra(env, "server", "import", str(dest)).returncode == 0  # intact again: imported
+    second = palaestra(env, "server", "import", str(dest))
+    assert second.returncode == 1 and "is not empty" in second.stderr  # only into an empty board
+
+
+def test_a_second_export_into_the_same_folder_writes_only_what_is_new(fresh_scoreboard_server, tmp_path):
+    server = fresh_scoreboard_server
+    small_board(server)
+    dest = tmp_path / "export"
+    first = server.palaestra("server", "export", str(dest)).stdout
+    assert "blobs fetched from the store" in first
+    blobs = {p: p.stat().st_mtime_ns for p in (dest / "blobs").rglob("*") if p.is_file()}
+    users = (dest / "records" / "users.jsonl").stat().st_mtime_ns
+
+    unchanged = server.palaestra("server", "export", str(dest)).stdout
+    assert "0 files written, 0 blobs fetched from the store" in unchanged
+
+    with server.client() as c:  # one more evaluation: three more blob keys (its batch, a video, its metadata)
+        upload_evaluation(c, batch=make_batch(7), videos=video_archive(1, seed=9))
+    grown = server.palaestra("server", "export", str(dest)).stdout
+    assert "3 blobs fetched from the store" in grown
+    assert all(p.stat().st_mtime_ns == t for p, t in blobs.items())  # the old blobs were not rewritten
+    assert (dest / "records" / "users.jsonl").stat().st_mtime_ns == users  # nor the unchanged records
+    # the new batch is a new file; the recording and its metadata are the same bytes as before: stored once
+    assert len([p for p in (dest / "blobs").rglob("*") if p.is_file()]) == len(blobs) + 1
+
+
+def test_a_postgresql_and_s3_board_exported_while_uploads_go_on_imports_whole_into_sqlite(
+    scoreboard_factory, postgres_url, s3_storage, tmp_path
+):
+    storage, s3_env = s3_storage
+    server = scoreboard_factory(database_url=postgres_url, storage=storage, env=s3_env)
+    small_board(server, 3)
+    done = threading.Event()
+
+    def keep_uploading() -> None:
+        with server.client() as c:
+            while not done.is_set():
+                upload_evaluation(c, batch=make_batch(5))
+
+    uploader = threading.Thread(target=keep_uploading)
+    uploader.start()
+    try:
+        dest = tmp_path / "export"
+        server.palaestra("server", "export", str(dest))
+    finally:
+        done.set()
+        uploader.join()
+    # one snapshot: every evaluation exported has its files, its env aggregate and its log entry
+    verified = server.palaestra("server", "verify", str(dest))
+    assert "Verified" in verified.stdout, verified.stdout
+    lines = (dest / "records" / "evaluations.jsonl").read_text().splitlines()
+    envs = [json.loads(line) for line in (dest / "records" / "envs.jsonl").read_text().splitlines()]
+    assert sum(e["evaluation_count"] for e in envs) == len(lines) >= 3
+
+    env = board_env(server.env, tmp_path / "sqlite-board")
+    imported = palaestra(env, "server", "import", str(dest))
+    assert imported.returncode == 0, imported.stderr
+    copy = ScoreboardServer(tmp_path / "sqlite-board")
+    copy.api_key = "unused"
+    copy.start()
+    try:
+        with httpx.Client(base_url=copy.url, timeout=60) as c:
+            page = c.get("/v1/evaluations", params={"limit": 100}).json()
+            assert len(page["data"]) == len(lines)
+            with_video = next(e for e in page["data"] if e["videos"])
+            video = c.get(f"/evaluations/{with_video['id']}/videos/{with_video['videos'][0]['name']}")
+            assert (
+                video.status_code == 200 and len(video.content) == with_video["videos"][0]["size"]
+            )  # blobs too
+        assert copy.palaestra("server", "verify").returncode == 0
+    finally:
+        copy.stop()
