@@ -30,8 +30,8 @@ def board_env(server_env: dict[str, str], data_dir, database_url=None, storage=N
     return env
 
 
-def test_a_sqlite_board_imported_into_postgresql_answers_every_get_and_page_byte_for_byte(
-    fresh_scoreboard_server, postgres_url, tmp_path
+def test_a_sqlite_board_imported_into_postgresql_and_s3_answers_every_get_and_page_byte_for_byte(
+    fresh_scoreboard_server, postgres_url, s3_storage, tmp_path
 ):
     old = fresh_scoreboard_server
     board = fill_board(old, tmp_path / "recordings")
@@ -39,12 +39,13 @@ def test_a_sqlite_board_imported_into_postgresql_answers_every_get_and_page_byte
     exported = old.palaestra("server", "export", str(dest), "--include-keys")
     assert f"into {dest}" in exported.stdout
 
-    env = board_env(old.env, tmp_path / "new-data", postgres_url)
+    storage, s3_env = s3_storage
+    env = {**board_env(old.env, tmp_path / "new-data", postgres_url, storage), **s3_env}
     imported = palaestra(env, "server", "import", str(dest))
     assert imported.returncode == 0, imported.stderr
     assert "Imported" in imported.stdout and "evaluations" in imported.stdout
 
-    new = ScoreboardServer(tmp_path / "new-data", database_url=postgres_url)
+    new = ScoreboardServer(tmp_path / "new-data", database_url=postgres_url, storage=storage, env=s3_env)
     new.api_key = old.api_key  # the keys came along (--include-keys): no new user
     new.start()
     try:
@@ -185,3 +186,19 @@ def test_a_postgresql_and_s3_board_exported_while_uploads_go_on_imports_whole_in
         assert copy.palaestra("server", "verify").returncode == 0
     finally:
         copy.stop()
+
+
+def test_an_export_carries_no_password_hash_and_no_api_key_unless_asked(fresh_scoreboard_server, tmp_path):
+    server = fresh_scoreboard_server
+    server.create_user("with-password", password="correct horse battery staple")
+    server.palaestra("server", "export", str(tmp_path / "plain"))
+    users = [
+        json.loads(line) for line in (tmp_path / "plain" / "records" / "users.jsonl").read_text().splitlines()
+    ]
+    assert {u["name"] for u in users} == {"tester", "with-password"}
+    assert all("password_hash" not in u for u in users)
+    assert not (tmp_path / "plain" / "records" / "api_keys.jsonl").exists()
+    assert "api_keys" not in json.loads((tmp_path / "plain" / "manifest.json").read_text())["tables"]
+    server.palaestra("server", "export", str(tmp_path / "keys"), "--include-keys")
+    keys = (tmp_path / "keys" / "records" / "api_keys.jsonl").read_text()
+    assert keys.count("key_hash") == 2 and server.api_key not in keys  # hashes, never the keys

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 
 import httpx
 
@@ -133,3 +134,21 @@ def test_a_committed_benchmark_run_is_logged_once_with_its_evaluations(fresh_sco
     code, out = verify(server, server.url)
     assert code == 1 and f"entry 2 (benchmark_run {run['id']}): the benchmark_run was changed" in out
     assert json.loads(json.dumps(data))  # the page is plain JSON
+
+
+def test_uploads_at_once_on_postgresql_extend_one_unbroken_chain(scoreboard_factory, postgres_url):
+    server = scoreboard_factory(database_url=postgres_url)
+
+    def upload_three(seed: int) -> None:
+        with server.client() as c:
+            for i in range(3):
+                upload_evaluation(c, batch=make_batch(5 + seed * 3 + i))
+
+    threads = [threading.Thread(target=upload_three, args=(seed,)) for seed in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    code, out = verify(server, server.url)
+    assert code == 0 and "Verified 9 log entries and 9 blobs" in out, out
+    assert verify(server)[0] == 0  # and read straight from the database
