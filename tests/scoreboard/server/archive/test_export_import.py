@@ -124,11 +124,18 @@ def test_a_second_export_into_the_same_folder_writes_only_what_is_new(fresh_scor
     dest = tmp_path / "export"
     first = server.palaestra("server", "export", str(dest)).stdout
     assert "blobs fetched from the store" in first
-    blobs = {p: p.stat().st_mtime_ns for p in (dest / "blobs").rglob("*") if p.is_file()}
-    users = (dest / "records" / "users.jsonl").stat().st_mtime_ns
-
     unchanged = server.palaestra("server", "export", str(dest)).stdout
     assert "0 files written, 0 blobs fetched from the store" in unchanged
+
+    # an export killed before its manifest is finished by the next one; a folder of anything else is refused
+    (dest / "manifest.json").unlink()
+    assert "0 blobs fetched" not in server.palaestra("server", "export", str(dest)).stdout
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    refused = server.palaestra("server", "export", str(tmp_path / "other"), check=False)
+    assert refused.returncode == 1 and "is not empty and holds no export" in refused.stderr
+    blobs = {p: p.stat().st_mtime_ns for p in (dest / "blobs").rglob("*") if p.is_file()}
+    users = (dest / "records" / "users.jsonl").stat().st_mtime_ns
 
     with server.client() as c:  # one more evaluation: three more blob keys (its batch, a video, its metadata)
         upload_evaluation(c, batch=make_batch(7), videos=video_archive(1, seed=9))

@@ -38,6 +38,8 @@ from palaestra.scoreboard.server.storage import BlobNotFound, BlobStore, open_st
 __all__ = ["ExportReport", "export"]
 
 ROWS_PER_FETCH = 1000
+#: What an export folder holds besides its manifest
+_LAYOUT = {"records", "blobs", ".tmp"}
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ def _previous_export(destination: Path) -> dict[str, Any] | None:
     if not destination.exists():
         return None
     manifest = fmt.read_manifest(destination)  # a newer format is refused here, naming both versions
-    if manifest is None and any(p.name != ".tmp" for p in destination.iterdir()):
+    # without a manifest: empty, or an export interrupted before its end (finished now)
+    if manifest is None and any(p.name not in _LAYOUT for p in destination.iterdir()):
         raise fmt.ArchiveError(
             f"{destination} is not empty and holds no export (no {fmt.MANIFEST}): pick a new folder, or "
             "the folder of an earlier export to update it"
