@@ -10,6 +10,7 @@ import sys
 import threading
 
 import httpx
+import pytest
 
 from tests.scoreboard.server.archive.archive_helpers import board_answers, differences, fill_board
 from tests.scoreboard.server_helpers import ScoreboardServer, make_batch, upload_evaluation, video_archive
@@ -30,6 +31,7 @@ def board_env(server_env: dict[str, str], data_dir, database_url=None, storage=N
     return env
 
 
+@pytest.mark.slow
 def test_a_sqlite_board_imported_into_postgresql_and_s3_answers_every_get_and_page_byte_for_byte(
     fresh_scoreboard_server, postgres_url, s3_storage, tmp_path
 ):
@@ -147,6 +149,7 @@ def test_a_second_export_into_the_same_folder_writes_only_what_is_new(fresh_scor
     assert len([p for p in (dest / "blobs").rglob("*") if p.is_file()]) == len(blobs) + 1
 
 
+@pytest.mark.slow
 def test_a_postgresql_and_s3_board_exported_while_uploads_go_on_imports_whole_into_sqlite(
     scoreboard_factory, postgres_url, s3_storage, tmp_path
 ):
