@@ -45,8 +45,8 @@ __all__ = [
 
 #: ``previous_sha256`` of the first entry
 GENESIS = "0" * 64
-#: Entries appended per transaction by :func:`backfill` (one each: 64 s for 10,000 evaluations under
-#: load, bench/archive.py)
+#: Entries appended per transaction by :func:`backfill` (one transaction each took 64 s for 10,000
+#: evaluations, bench/archive.py)
 BACKFILL_BATCH = 500
 #: pg_advisory_xact_lock key of appends ("scorelog" in ASCII)
 PG_LOCK_KEY = 0x73636F72656C6F67
@@ -132,9 +132,17 @@ def entry_hash(
     )
 
 
+_Item = tuple[str, str, Mapping[str, Any], list[dict[str, str]]]
+
+
 def _append(
     session: Session, kind: str, record_id: str, document: Mapping[str, Any], blobs: list[dict[str, str]]
 ) -> None:
+    _append_all(session, [(kind, record_id, document, blobs)])
+
+
+def _append_all(session: Session, items: Sequence[_Item]) -> None:
+    """Append ``(kind, record_id, document, blobs)`` entries, in order, after the last one."""
     conn = session.connection()
     if conn.dialect.name == "postgresql":  # held to COMMIT: the next append reads this one as its previous
         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_LOCK_KEY})
@@ -142,19 +150,15 @@ def _append(
         sa.select(ScoreLogEntry.seq, ScoreLogEntry.entry_sha256).order_by(ScoreLogEntry.seq.desc()).limit(1)
     ).first()
     seq, previous = (last[0] + 1, last[1]) if last else (1, GENESIS)
-    record_sha256 = sha256_hex(canonical_json(document))
-    created = utcnow()
-    values = {
-        "seq": seq,
-        "kind": kind,
-        "record_id": record_id,
-        "record_sha256": record_sha256,
-        "blobs": blobs,
-        "previous_sha256": previous,
-        "created": created,
-        "entry_sha256": entry_hash(seq, kind, record_id, record_sha256, blobs, previous, created),
-    }
-    conn.execute(sa.insert(ScoreLogEntry), values)
+    rows = []
+    for kind, record_id, document, blobs in items:
+        record_sha256 = sha256_hex(canonical_json(document))
+        created = utcnow()
+        entry = entry_hash(seq, kind, record_id, record_sha256, blobs, previous, created)
+        rows.append({"seq": seq, "kind": kind, "record_id": record_id, "record_sha256": record_sha256,
+                     "blobs": blobs, "previous_sha256": previous, "created": created, "entry_sha256": entry})  # fmt: skip
+        seq, previous = seq + 1, entry
+    conn.execute(sa.insert(ScoreLogEntry), rows)
 
 
 def append_evaluation(session: Session, values: Mapping[str, Any], blobs: list[dict[str, str]]) -> None:
@@ -280,9 +284,12 @@ def backfill(db: Database, store: BlobStore) -> int:
             evaluation_blobs(store, r.episode_batch_key, r.episode_batch_sha256, r.videos or [])
             for r in chunk
         ]
-        with db.write() as session:  # blobs hashed first: the writers' lock is not held while reading them
-            for row, blobs in zip(chunk, hashed, strict=True):
-                _append(session, "evaluation", row.id, record_document("evaluation", row._mapping), blobs)
+        items = [
+            ("evaluation", row.id, record_document("evaluation", row._mapping), blobs)
+            for row, blobs in zip(chunk, hashed, strict=True)
+        ]
+        with db.write() as session:  # everything prepared first: the writers' lock is held for the inserts
+            _append_all(session, items)
     for run_id in run_ids:
         with db.write() as session:
             append_run(session, run_id)
