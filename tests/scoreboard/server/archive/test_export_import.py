@@ -4,6 +4,7 @@ partial or newer export is refused with nothing written; a second export writes 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -212,3 +213,39 @@ def test_an_export_carries_no_password_hash_and_no_api_key_unless_asked(fresh_sc
     server.palaestra("server", "export", str(tmp_path / "keys"), "--include-keys")
     keys = (tmp_path / "keys" / "records" / "api_keys.jsonl").read_text()
     assert keys.count("key_hash") == 2 and server.api_key not in keys  # hashes, never the keys
+
+
+def test_export_and_import_show_progress_on_a_terminal_and_not_in_a_pipe(fresh_scoreboard_server, tmp_path):
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    server = fresh_scoreboard_server
+    small_board(server, 1)
+
+    def on_terminal(env: dict[str, str], *args: str) -> str:
+        main, child = pty.openpty()
+        fcntl.ioctl(
+            child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0)
+        )  # a terminal 100 columns wide
+        result = subprocess.run([sys.executable, "-m", "palaestra", *args], env=env, stdout=subprocess.PIPE,
+                                stderr=child, timeout=300)  # fmt: skip
+        os.close(child)
+        shown = b""
+        with contextlib.suppress(OSError):
+            while chunk := os.read(main, 65536):
+                shown += chunk
+        os.close(main)
+        assert result.returncode == 0, shown
+        return shown.decode(errors="replace")
+
+    shown = on_terminal(server.env, "server", "export", str(tmp_path / "export"))
+    assert "evaluations" in shown and "blobs" in shown and "rows" in shown
+    piped = server.palaestra("server", "export", str(tmp_path / "export"))
+    assert " rows" not in piped.stderr  # in a pipe: no bars, the summary only
+    shown = on_terminal(
+        board_env(server.env, tmp_path / "target"), "server", "import", str(tmp_path / "export")
+    )
+    assert "checking" in shown and "evaluations" in shown
