@@ -1,6 +1,7 @@
 """``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate;
 ``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.gc`);
-``palaestra server rotate-secret``: a new upload-signing secret; ``palaestra server backup DEST``."""
+``palaestra server rotate-secret``: a new upload-signing secret; ``palaestra server backup DEST``;
+``export``, ``import``, ``verify`` and ``log-backfill``: :mod:`palaestra.cli.server_archive`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
-from palaestra.cli import exits
+from palaestra.cli import exits, server_archive
 from palaestra.errors import ConfigurationError, Error, StartupError
 
 
@@ -70,22 +71,29 @@ def register(subparsers: Any) -> None:
         "`palaestra server migrate` applies the database migrations and exits; `palaestra server gc` "
         "removes orphaned blobs, temporary files, expired pending files and idempotency keys, and exits; "
         "`palaestra server rotate-secret` makes a new upload-signing secret (forms already handed out stay "
-        "valid); `palaestra server backup DEST` copies a running SQLite scoreboard (database, blobs, secret).",
+        "valid); `palaestra server backup DEST` copies a running SQLite scoreboard (database, blobs, secret); "
+        "`palaestra server export DEST` writes the whole board in the archive format (any database and store), "
+        "`palaestra server import SRC` loads one into an empty board, `palaestra server verify [DEST|URL]` "
+        "checks the hash chain of scores, and `palaestra server log-backfill` logs what was scored before it.",
     )
     parser.add_argument(
         "action",
         nargs="?",
-        choices=["run", "migrate", "gc", "rotate-secret", "backup"],
+        choices=["run", "migrate", "gc", "rotate-secret", "backup", *server_archive.ACTIONS],
         default="run",
-        help="run (default), migrate, gc, rotate-secret or backup DEST",
+        help="run (default), migrate, gc, rotate-secret, backup DEST, export DEST, import SRC, "
+        "verify [DEST|URL] or log-backfill",
     )
     parser.add_argument(
         "destination",
         nargs="?",
         metavar="DEST",
-        help="backup: a new folder for the copy (a data folder: `palaestra server --data-dir DEST` serves it)",
+        help="backup: a new folder for the copy (a data folder: `palaestra server --data-dir DEST` serves it); "
+        "export: the export's folder (new, or an earlier export's, to update it); import: the export to load; "
+        "verify: an export folder or a server's URL (none: this board)",
     )
     add_database_arguments(parser)
+    server_archive.add_arguments(parser)
     parser.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default 8000)")
     parser.add_argument(
@@ -165,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
         return _rotate_secret(config)
     if args.action == "backup":
         return _backup(config, args.destination)
+    if args.action in server_archive.ACTIONS:
+        return server_archive.run(config, args)
     if args.destination is not None:
         raise ConfigurationError(f"Unexpected argument {args.destination!r}: only `backup` takes a folder")
     from palaestra.scoreboard.server.app import serve

@@ -458,6 +458,37 @@ class HealthObject(Response):
     checks: dict[str, str] = Field(default_factory=dict)
 
 
+class LogBlob(Response):
+    """A blob of a logged record: its key in the store, its sha256 when the record was scored, and
+    where to download its bytes."""
+
+    key: str
+    sha256: str
+    url: str
+
+
+class LogEntryObject(Response):
+    """``GET /v1/log``: one entry of the hash chain of scores (``docs/archive.md``).
+
+    ``entry_sha256`` is the sha256 of the canonical JSON of ``seq``, ``kind``, ``record_id``,
+    ``record_sha256``, ``blobs`` (key and sha256), ``previous_sha256`` and ``created``;
+    ``record`` is the record's canonical document as the board holds it now (None: it is gone), which
+    hashes to ``record_sha256`` unless it was changed after it was scored.
+    """
+
+    object: Literal["log_entry"] = "log_entry"
+    seq: int
+    kind: Literal["evaluation", "benchmark_run"]
+    record_id: str
+    record_sha256: str
+    blobs: list[LogBlob] = Field(default_factory=list)
+    previous_sha256: str
+    entry_sha256: str
+    #: ISO 8601, UTC, as hashed
+    created: str
+    record: dict[str, Any] | None = None
+
+
 # --------------------------------------------------------------------------------------------------
 # Lists
 # --------------------------------------------------------------------------------------------------
@@ -785,6 +816,8 @@ __all__ = [
     "JSONInputError",
     "ListPage",
     "ListParams",
+    "LogBlob",
+    "LogEntryObject",
     "Timestamp",
     "VideoArchiveManifest",
     "VideoMetadata",

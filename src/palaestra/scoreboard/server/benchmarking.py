@@ -20,6 +20,7 @@ import sqlalchemy as sa
 
 from palaestra.benchmarks import Benchmark, registry
 from palaestra.benchmarks.runs import score_benchmark_run
+from palaestra.scoreboard.server.archive import scorelog
 from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.state import ServerState
@@ -88,6 +89,7 @@ def score_run(state: ServerState, run_id: str) -> dict[str, Any] | None:
                 score_evaluations=count,
             )
         )
+        scorelog.append_run(session, run_id)  # once the run is committed: its final score
     return score if isinstance(score, dict) else {"score": score}
 
 

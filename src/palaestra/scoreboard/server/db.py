@@ -13,6 +13,7 @@ Tables (created by the Alembic migrations in ``migrations/``, never by ``create_
   current in the same transaction that adds an evaluation
 - ``idempotency_keys``: the stored answers of creating POSTs sent with an ``Idempotency-Key``
 - ``server_settings``: the upload-signing secret, shared by every server process
+- ``score_log``: the hash chain of scored evaluations and benchmark runs (:mod:`.archive.scorelog`)
 
 Every public object has a string ``id`` (``eval_...``) and an integer ``seq`` primary key that gives
 the newest-first order of list pages.
@@ -98,6 +99,17 @@ class UTCDateTime(sa.types.TypeDecorator[datetime]):
 
 
 JSONType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+def sorted_keys(value: Any) -> Any:
+    """A JSON column's value with every object's keys sorted, for answers: PostgreSQL's JSONB hands
+    keys back in an order of its own (shorter first), SQLite in the order they were written, and a
+    board moved from one to the other answers byte for byte the same (``palaestra server import``)."""
+    if isinstance(value, dict):
+        return {k: sorted_keys(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [sorted_keys(v) for v in value]
+    return value
 
 
 class Base(DeclarativeBase):
@@ -331,6 +343,26 @@ class RateCounter(Base):
     bucket: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
     window_start: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
     hits: Mapped[int] = mapped_column(sa.Integer)
+
+
+class ScoreLogEntry(Base):
+    """One link of the hash chain of scores (:mod:`palaestra.scoreboard.server.archive.scorelog`):
+    appended in the transaction that scores the record, never changed."""
+
+    __tablename__ = "score_log"
+    __table_args__ = (sa.Index("ix_score_log_record", "kind", "record_id"),)
+
+    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    #: "evaluation" or "benchmark_run"
+    kind: Mapped[str] = mapped_column(sa.String(20))
+    record_id: Mapped[str] = mapped_column(sa.String(40))
+    #: sha256 hex of the record's canonical JSON document when it was scored
+    record_sha256: Mapped[str] = mapped_column(sa.String(64))
+    #: [{"key": blob key, "sha256": hex}, ...]: the record's blobs when it was scored
+    blobs: Mapped[list[Any]] = mapped_column(default=list)
+    previous_sha256: Mapped[str] = mapped_column(sa.String(64))
+    entry_sha256: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    created: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@ protocol does not know, none missing, values that read back the same), errors in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from pathlib import Path
@@ -124,6 +125,10 @@ def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: Score
         api.call("GET", "/v1/envs", protocol.ListPage[protocol.EnvObject])
         api.call("GET", "/v1/envs/{env_id}", protocol.EnvObject, path={"env_id": "CartPole-v0"})
         api.call("GET", "/v1/groups", protocol.ListPage[protocol.GroupObject])
+        log = api.call("GET", "/v1/log", protocol.ListPage[protocol.LogEntryObject], params={"limit": 2})
+        blob = log["data"][0]["blobs"][0]  # the log's blob downloads are bytes, checked by their hash
+        api.called.add(("GET", "/v1/log/{seq}/blobs/{index}"))
+        assert hashlib.sha256(c.get(blob["url"]).content).hexdigest() == blob["sha256"]
 
         _ladder_routes(api, tmp_path)
 

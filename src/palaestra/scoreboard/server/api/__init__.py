@@ -12,6 +12,7 @@ The route table, one router per resource:
 ``/v1/algorithms``                     :mod:`.algorithms`
 ``/v1/envs``, ``/v1/groups``           :mod:`.envs`
 ``/v1/ladders``, ``/v1/ladder_matches``, ``/v1/ladder_games``  :mod:`.ladders` (board-game ladders)
+``GET  /v1/log`` (+ ``/{seq}/blobs/i``)  :mod:`.log` (the hash chain of scores, oldest first)
 =====================================  =========================================================
 
 Shared pieces: :mod:`.deps` (``Annotated`` dependencies: ``State``, ``CurrentUser``, ``ListQuery``),
@@ -33,6 +34,7 @@ from palaestra.scoreboard.server.api import (
     files,
     health,
     ladders,
+    log,
     uploads,
 )
 
@@ -40,7 +42,8 @@ __all__ = ["ROUTERS", "include"]
 
 #: The resources' routers, in the order of the route table above.
 ROUTERS: tuple[APIRouter, ...] = tuple(
-    resource.router for resource in (health, files, uploads, evaluations, benchmark_runs, algorithms, envs, ladders)
+    resource.router
+    for resource in (health, files, uploads, evaluations, benchmark_runs, algorithms, envs, ladders, log)
 )
 
 

@@ -18,7 +18,7 @@ from palaestra.scoreboard.server.api.common import answer, base_url, filtered, n
 from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
 from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User, utcnow
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User, sorted_keys, utcnow
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.records import AlgorithmRecord
 from palaestra.scoreboard.server.state import ServerState
@@ -48,10 +48,10 @@ def run_object(
         id=run.id,
         benchmark_id=run.benchmark_id,
         algorithm=AlgorithmRecord.of(alg, owner).to_object(base) if alg is not None else None,
-        tags=run.tags or {},
+        tags=sorted_keys(run.tags or {}),
         status=cast(protocol.BenchmarkRunStatus, run.status),
         evaluations=list(evaluations),
-        score=run.score,
+        score=sorted_keys(run.score),
         owner=owner,
         created=run.created,
         committed=run.committed,

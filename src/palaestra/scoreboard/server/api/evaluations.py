@@ -32,6 +32,7 @@ from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, 
 from palaestra.scoreboard.server.api.files import load_files, own_file
 from palaestra.scoreboard.server.api.idempotency import REPLAYED_HEADER, Idempotency
 from palaestra.scoreboard.server.api.uploads import ingest_remote
+from palaestra.scoreboard.server.archive import scorelog
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.conditions import conditions_key, derive_conditions
 from palaestra.scoreboard.server.db import (
@@ -176,6 +177,8 @@ def _score_and_insert(
             BATCH,
         )
     scored = _score(body.env or "", body.gym_version, refs, content)
+    videos = [v.stored() for v in content.videos]
+    content.blobs = scorelog.evaluation_blobs(state.store, content.batch_key, content.batch_sha256, videos)
     new = _NewEvaluation(
         new_id("evaluation"), body, principal, refs, content, scored, base_url(state, request)
     )
@@ -311,6 +314,8 @@ class _Content:
     stored_keys: list[str] = field(default_factory=list)
     #: where those uploads landed: the client's to write, so never referenced, and removed once copied
     uploaded_keys: list[str] = field(default_factory=list)
+    #: the key and sha256 of every blob the evaluation reads, for its entry in the score log
+    blobs: list[dict[str, str]] = field(default_factory=list)
 
 
 def _read_content(state: ServerState, refs: _References, content: _Content) -> None:
@@ -422,6 +427,7 @@ def _insert(
     _claim_files(session, refs, new.content.file_updates, new.id)
     if refs.run is not None and session.scalar(_RUN_STATUS, {"run_seq": refs.run.seq}) == "committed":
         raise Problem(409, f"Benchmark run {refs.run.id} was committed meanwhile.", "benchmark_run_id")
+    scorelog.append_evaluation(session, values, new.content.blobs)
     upsert_env_stats(
         session, env_id, scoring.group, scoring.listed, scoring.score.mean, scoring.score.solved, new.id, now
     )

@@ -1,0 +1,113 @@
+"""``palaestra server export DEST``, ``import SRC``, ``verify [DEST|URL]`` and ``log-backfill``: a board
+that outlives its server (:mod:`palaestra.scoreboard.server.archive`; ``docs/archive.md``).
+
+:data:`ACTIONS` maps each action to its handler, ``handler(config, args) -> exit status``; a new way
+to export (a static mirror) is one more flag read in :func:`export`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from palaestra.errors import ConfigurationError
+
+__all__ = ["ACTIONS", "add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of the archive actions (on ``palaestra server``)."""
+    parser.add_argument(
+        "--include-keys",
+        action="store_true",
+        help="export: include the API keys (their hashes: the keys keep working on the imported board)",
+    )
+    parser.add_argument(
+        "--expect-head",
+        metavar="SHA256",
+        help="verify: fail unless the log still holds this entry hash (the head of an earlier verify)",
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="export, import: no progress bars (default: on a terminal)"
+    )
+
+
+def _progress(args: argparse.Namespace) -> bool:
+    return not args.no_progress and sys.stderr.isatty()
+
+
+def _folder(args: argparse.Namespace, action: str, what: str) -> Path:
+    if not args.destination:
+        raise ConfigurationError(f"palaestra server {action} needs {what}: palaestra server {action} FOLDER")
+    return Path(args.destination)
+
+
+def export(config: Any, args: argparse.Namespace) -> int:
+    from palaestra.scoreboard.server.archive.export import export as export_board
+
+    destination = _folder(args, "export", "a folder to export into")
+    report = export_board(config, destination, include_keys=args.include_keys, progress=_progress(args))
+    print(report.summary() + ".")
+    return 0
+
+
+def import_(config: Any, args: argparse.Namespace) -> int:
+    from palaestra.scoreboard.server.archive.restore import import_board
+
+    report = import_board(
+        config, _folder(args, "import", "the folder of an export"), progress=_progress(args)
+    )
+    print(report.summary() + ".")
+    return 0
+
+
+def verify(config: Any, args: argparse.Namespace) -> int:
+    from palaestra.scoreboard.server.archive.verify import open_source
+    from palaestra.scoreboard.server.archive.verify import verify as verify_chain
+
+    source, close = open_source(args.destination, config)
+    try:
+        report = verify_chain(source, expect_head=args.expect_head)
+    finally:
+        close()
+    print(report.summary())
+    return 1 if report.failure else 0
+
+
+def log_backfill(config: Any, args: argparse.Namespace) -> int:
+    from palaestra.scoreboard.server.archive.scorelog import backfill
+    from palaestra.scoreboard.server.state import open_database
+    from palaestra.scoreboard.server.storage import open_store
+
+    db = open_database(config, migrate_now=True)
+    try:
+        added = backfill(db, open_store(config.storage_url, config.s3_endpoint_url))
+    finally:
+        db.dispose()
+    print(f"Added {added} entries to the score log.")
+    return 0
+
+
+ACTIONS: dict[str, Callable[[Any, argparse.Namespace], int]] = {
+    "export": export,
+    "import": import_,
+    "verify": verify,
+    "log-backfill": log_backfill,
+}
+
+
+def run(config: Any, args: argparse.Namespace) -> int:
+    """Run archive action ``args.action``; a database that cannot be reached is one line, not a traceback."""
+    import sqlalchemy as sa
+
+    try:
+        return ACTIONS[args.action](config, args)
+    except sa.exc.DBAPIError as exc:
+        first = str(exc.orig or exc).strip().splitlines()[0]
+        url = sa.make_url(config.database_url).render_as_string(hide_password=True)
+        raise ConfigurationError(
+            f"palaestra server {args.action}: the database {url} failed ({first})"
+        ) from None
