@@ -33,7 +33,7 @@ from palaestra.benchmarks import normalisation
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server.conditions import derive_conditions
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User, sorted_keys
 
 __all__ = [
     "SCORE_FIELDS",
@@ -251,8 +251,9 @@ class EvaluationRecord:
             episode_batch_key=evaluation.episode_batch_key,
             episode_batch_sha256=evaluation.episode_batch_sha256,
             human_normalised=human_normalised_of(evaluation.env_id, score),
-            provenance=evaluation.provenance,
-            conditions=evaluation.conditions or derive_conditions(evaluation.env_id or "", None),
+            # sorted: PostgreSQL's JSONB and SQLite hand the keys back in different orders
+            provenance=sorted_keys(evaluation.provenance),
+            conditions=sorted_keys(evaluation.conditions or derive_conditions(evaluation.env_id or "", None)),
             conditions_key=evaluation.conditions_key,
         )
 
