@@ -1,6 +1,7 @@
 """``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate;
 ``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.gc`);
-``palaestra server rotate-secret``: a new upload-signing secret; ``palaestra server backup DEST``."""
+``palaestra server rotate-secret``: a new upload-signing secret; ``palaestra server backup DEST``;
+``palaestra server export-static DEST``: the board as a static website (:mod:`palaestra.scoreboard.server.archive.static`)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
     flags = {"gc_interval": "gc_interval_s", "grace": "gc_grace_s", "idempotency_ttl": "idempotency_ttl_s"}
     extra = {name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag, None) is not None}
+    if getattr(args, "read_only", None):
+        extra["read_only"] = True
     return resolve_config(
         database_url=args.database_url,
         storage=args.storage,
@@ -75,15 +78,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "action",
         nargs="?",
-        choices=["run", "migrate", "gc", "rotate-secret", "backup"],
+        choices=["run", "migrate", "gc", "rotate-secret", "backup", "export-static"],
         default="run",
-        help="run (default), migrate, gc, rotate-secret or backup DEST",
+        help="run (default), migrate, gc, rotate-secret, backup DEST or export-static DEST",
     )
     parser.add_argument(
         "destination",
         nargs="?",
         metavar="DEST",
-        help="backup: a new folder for the copy (a data folder: `palaestra server --data-dir DEST` serves it)",
+        help="backup: a new folder for the copy (a data folder: `palaestra server --data-dir DEST` serves it); "
+        "export-static: a new or empty folder for the static mirror",
     )
     add_database_arguments(parser)
     parser.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
@@ -111,6 +115,13 @@ def register(subparsers: Any) -> None:
         "long, then exit with 143 (SIGTERM) or 130 (default 30)",
     )
     parser.add_argument("--no-migrate", action="store_true", help="do not apply migrations on start")
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        default=None,
+        help="serve the board as a read-only archive: every page, /v1 read and download as before, every "
+        "write refused with 403 (env PALAESTRA_READ_ONLY=1)",
+    )
     parser.add_argument(
         "--gc-interval",
         type=int,
@@ -160,13 +171,22 @@ def run(args: argparse.Namespace) -> int:
         log.info("Database %s is at the newest schema.", _shown(config.database_url))
         return 0
     if args.action == "gc":
+        if config.read_only and not args.dry_run:
+            raise ConfigurationError(
+                "This scoreboard is a read-only archive (--read-only or PALAESTRA_READ_ONLY=1): gc removes "
+                "nothing from it; `gc --dry-run` reports what it would remove"
+            )
         return collect_garbage(config, dry_run=args.dry_run, as_json=args.json)
     if args.action == "rotate-secret":
         return _rotate_secret(config)
     if args.action == "backup":
         return _backup(config, args.destination)
+    if args.action == "export-static":
+        return _export_static(config, args.destination)
     if args.destination is not None:
-        raise ConfigurationError(f"Unexpected argument {args.destination!r}: only `backup` takes a folder")
+        raise ConfigurationError(
+            f"Unexpected argument {args.destination!r}: only `backup` and `export-static` take a folder"
+        )
     from palaestra.scoreboard.server.app import serve
 
     if args.no_migrate:
@@ -231,6 +251,19 @@ def _backup(config: Any, destination: str | None) -> int:
         f"({report.blob_bytes} bytes) into {report.destination}; serve it with "
         f"`palaestra server --data-dir {report.destination}`."
     )
+    return 0
+
+
+def _export_static(config: Any, destination: str | None) -> int:
+    from pathlib import Path
+
+    from palaestra.scoreboard.server.archive.static import export_static
+
+    if not destination:
+        raise ConfigurationError("palaestra server export-static needs a folder to write the mirror into: DEST")
+    with startup_errors(config):
+        report = export_static(config, Path(destination))
+    print(report.summary())
     return 0
 
 

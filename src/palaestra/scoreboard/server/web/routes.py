@@ -18,6 +18,7 @@ from palaestra import catalogue
 from palaestra.scoreboard.protocol import EpisodeBatchError, parse_json
 from palaestra.scoreboard.server import pictures
 from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.records import (
     EvaluationRecord,
@@ -101,7 +102,8 @@ def env_picture(request: Request, env_id: str) -> Response:
     (pictures.py); PNG or animated WebP."""
     entry = catalogue.lookup(env_id)
     installed = entry is not None and entry.available
-    found = pictures.env_picture(blob_store(request), database(request), env_id, installed)
+    keep = not state_of(request).config.read_only
+    found = pictures.env_picture(blob_store(request), database(request), env_id, installed, keep)
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=86400"}
     if found is None:
         return Response(_NO_PICTURE_SVG, status_code=404, media_type="image/svg+xml", headers=headers)
