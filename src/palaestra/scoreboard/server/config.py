@@ -127,6 +127,9 @@ class ServerConfig:
     trust_proxy: bool = False
     #: a read-only archive (:mod:`.readonly`): every read serves, every write is refused, nothing is written
     read_only: bool = False
+    #: render a still of an installed env that has no picture from a video (the static mirror does not:
+    #: hundreds of envs rendered on the exporting machine would be that machine's, not the board's)
+    render_env_pictures: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

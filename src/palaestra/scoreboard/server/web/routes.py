@@ -100,9 +100,10 @@ _NO_PICTURE_SVG = (
 def env_picture(request: Request, env_id: str) -> Response:
     """The env's picture: a short animation of an uploaded video, or a still rendered here once
     (pictures.py); PNG or animated WebP."""
+    config = state_of(request).config
     entry = catalogue.lookup(env_id)
-    installed = entry is not None and entry.available
-    keep = not state_of(request).config.read_only
+    installed = entry is not None and entry.available and config.render_env_pictures
+    keep = not config.read_only
     found = pictures.env_picture(blob_store(request), database(request), env_id, installed, keep)
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=86400"}
     if found is None:
