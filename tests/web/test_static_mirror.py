@@ -199,6 +199,11 @@ def test_from_a_static_file_server_the_charts_draw_and_the_videos_play(
     with static_server(mirror) as url:
         name = file_name(f"/evaluations/{uploads.cartpole[0]}", "", "text/html")
         _charts_drawn_and_video_played(pg, record, f"{url}/{name}", "mirror-evaluation-http")
+        pg.goto(f"{url}/{file_name(f'/evaluations/{uploads.frozenlake}', '', 'text/html')}")
+        # the terminal player fetches its recording from the mirror: FrozenLake's map (FHFH) drawn
+        poll(pg, "document.querySelector('.terminal-player.ready') !== null && "
+                 "document.querySelector('.terminal-player').innerText.includes('FHFH')")
+        screenshot(pg, "mirror-terminal-http", full_page=False)
         pg.goto(f"{url}/benchmarks/ClassicControl2-v1.html")
         poll(pg, "document.querySelectorAll('canvas').length > 0")
         screenshot(pg, "mirror-benchmark-http")
@@ -215,3 +220,7 @@ def test_from_file_urls_the_charts_draw_and_the_videos_play(mirror: Path, upload
     pg, record = page
     name = file_name(f"/evaluations/{uploads.cartpole[0]}", "", "text/html")
     _charts_drawn_and_video_played(pg, record, (mirror / name).resolve().as_uri(), "mirror-evaluation-file")
+    # a browser fetches nothing from file://: the terminal recording's last frame shows as text
+    terminal = file_name(f"/evaluations/{uploads.frozenlake}", "", "text/html")
+    pg.goto((mirror / terminal).resolve().as_uri())
+    assert "FHFH" in pg.locator("pre.terminal-fallback").first.inner_text()
