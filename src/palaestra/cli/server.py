@@ -73,7 +73,9 @@ def register(subparsers: Any) -> None:
         "`palaestra server migrate` applies the database migrations and exits; `palaestra server gc` "
         "removes orphaned blobs, temporary files, expired pending files and idempotency keys, and exits; "
         "`palaestra server rotate-secret` makes a new upload-signing secret (forms already handed out stay "
-        "valid); `palaestra server backup DEST` copies a running SQLite scoreboard (database, blobs, secret).",
+        "valid); `palaestra server backup DEST` copies a running SQLite scoreboard (database, blobs, secret); "
+        "`palaestra server export-static DEST` writes the board as a static website (relative links: any "
+        "static file host or file://). --read-only serves a frozen board: every read, no write.",
     )
     parser.add_argument(
         "action",
