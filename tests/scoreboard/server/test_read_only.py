@@ -207,3 +207,13 @@ def test_gc_refuses_to_run_on_a_read_only_board(frozen_board: dict[str, object])
     done = server.palaestra("server", "gc", "--read-only", check=False)
     assert done.returncode != 0 and "read-only archive" in done.stderr
     assert server.palaestra("server", "gc", "--read-only", "--dry-run").returncode == 0
+
+
+def test_the_setting_comes_from_the_environment_and_a_bad_value_is_named() -> None:
+    from palaestra.errors import ConfigurationError
+    from palaestra.scoreboard.server.config import resolve_config
+
+    assert resolve_config(data_dir="/tmp/x", environ={"PALAESTRA_READ_ONLY": "1"}).read_only
+    assert not resolve_config(data_dir="/tmp/x", environ={}).read_only
+    with pytest.raises(ConfigurationError, match="PALAESTRA_READ_ONLY must be 1 or 0, not 'yes'"):
+        resolve_config(data_dir="/tmp/x", environ={"PALAESTRA_READ_ONLY": "yes"})
