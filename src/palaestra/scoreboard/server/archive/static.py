@@ -92,7 +92,11 @@ class MirrorReport:
             "the folder with any static file server."
         )
         if self.errors:
-            text += f" {len(self.errors)} links answered an error on the board itself: {', '.join(self.errors[:5])}."
+            shown = ", ".join(self.errors[:5]) + (", ..." if len(self.errors) > 5 else "")
+            text += (
+                f" {len(self.errors)} of the board's links answer an error on the board itself too, mirrored "
+                f"as answered: {shown}."
+            )
         return text
 
 
@@ -228,8 +232,9 @@ class _Crawler:
         media_type = response.headers.get("content-type", "application/octet-stream").split(";")[0].strip()
         name = self._unique(file_name(path, query, media_type))
         self.names[target] = name
-        if response.status_code >= 400:
-            logger.warning("The board answered %s to GET %s; mirrored as answered", response.status_code, target)
+        # an env without a picture answers 404 with a placeholder image: what its page shows, no fault
+        if response.status_code >= 400 and not media_type.startswith("image/"):
+            logger.debug("The board answered %s to GET %s; mirrored as answered", response.status_code, target)
             self.report.errors.append(f"{target} ({response.status_code})")
         self._write(name, response.content)
         if media_type == "text/html":
