@@ -201,12 +201,22 @@ def test_gym_094_upload_is_refused_at_once(
     assert board_state(server) == before
 
 
-def test_gc_refuses_to_run_on_a_read_only_board(frozen_board: dict[str, object]) -> None:
+def test_gc_and_user_changes_refuse_to_run_on_a_read_only_board(frozen_board: dict[str, object]) -> None:
     server = frozen_board["server"]
     assert isinstance(server, ScoreboardServer)
+    before = board_state(server)
     done = server.palaestra("server", "gc", "--read-only", check=False)
     assert done.returncode != 0 and "read-only archive" in done.stderr
     assert server.palaestra("server", "gc", "--read-only", "--dry-run").returncode == 0
+    server.env["PALAESTRA_READ_ONLY"] = "1"
+    try:
+        for command in (("users", "create", "newcomer"), ("users", "revoke", "tester")):
+            done = server.palaestra(*command, check=False)
+            assert done.returncode != 0 and "read-only archive" in done.stderr, command
+        assert "tester" in server.palaestra("users", "list").stdout
+    finally:
+        del server.env["PALAESTRA_READ_ONLY"]
+    assert board_state(server) == before
 
 
 def test_the_setting_comes_from_the_environment_and_a_bad_value_is_named() -> None:
