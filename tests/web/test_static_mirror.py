@@ -20,7 +20,7 @@ import pytest
 from palaestra.scoreboard.server.archive.static import NOTICE_PAGE, file_name
 from tests.scoreboard.server_helpers import free_port, wait_until
 from tests.web.test_browser import COUNT_PIXELS_JS, _no_page_errors
-from tests.web.web_helpers import Uploads, poll, require_vendor_assets, screenshot
+from tests.web.web_helpers import HOSTILE_NAME, Uploads, poll, require_vendor_assets, screenshot
 
 #: Attributes that hold a link (or several: srcset), on any tag.
 LINK_ATTRIBUTES = {"href", "src", "data-src", "action", "poster", "srcset"}
@@ -140,9 +140,10 @@ def test_mirror_pages_are_the_boards_pages(mirror: Path, web_server: Any, upload
             assert _main(mirrored) == _main(live), path
 
 
-def test_dynamic_pages_and_forms_lead_to_the_notice(mirror: Path, uploads: Uploads) -> None:
+def test_dynamic_pages_and_forms_lead_to_the_notice_or_the_mirrors_search(mirror: Path, uploads: Uploads) -> None:
     page = (mirror / "envs/CartPole-v0.html").read_text(encoding="utf-8")
-    assert f'action="../{NOTICE_PAGE}"' in page  # the header's search and the compare form
+    assert f'action="../{NOTICE_PAGE}"' in page  # the compare form
+    assert 'action="../search.html"' in page  # the header's search, answered in the browser
     assert "/login" not in page and "read-only archive" in page
     notice = (mirror / NOTICE_PAGE).read_text(encoding="utf-8")
     assert "not available in the mirror" in notice
@@ -210,8 +211,35 @@ def test_from_a_static_file_server_the_charts_draw_and_the_videos_play(
         pg.goto(f"{url}/index.html")
         pg.locator("a[href='envs/CartPole-v0.html']").first.click()
         pg.wait_for_url(f"{url}/envs/CartPole-v0.html")
-        assert pg.evaluate("document.querySelector('img').naturalWidth") > 0  # the env picture
+        poll(pg, "document.querySelector('.env-picture img').naturalWidth > 0")  # the env picture (lazy)
         _no_page_errors(record)
+
+
+@pytest.mark.browser
+def test_the_mirrors_search_finds_envs_algorithms_and_users_in_the_browser(
+    mirror: Path, uploads: Uploads, page: Any
+) -> None:
+    pg, record = page
+    with static_server(mirror) as url:
+        pg.goto(f"{url}/envs/Hex9x9-v0.html")
+        pg.locator("header form.search input[name=q]").fill("cartpole")
+        pg.keyboard.press("Enter")
+        pg.wait_for_url(f"{url}/search.html?q=cartpole")
+        hits = pg.locator("main ul.hits li")
+        hits.first.wait_for()
+        assert "CartPole-v0" in pg.locator("main ul.hits").inner_text()
+        pg.locator("main ul.hits a", has_text="CartPole-v0").first.click()
+        pg.wait_for_url(f"{url}/envs/CartPole-v0.html")
+        _no_page_errors(record)
+    # from file:// too, and a hostile name is shown as text, never run
+    pg.goto((mirror / "search.html").resolve().as_uri() + "?q=script")
+    pg.locator("main ul.hits li.algorithm").first.wait_for()
+    assert HOSTILE_NAME in pg.locator("main ul.hits").inner_text() and record.dialogs == []
+    pg.goto((mirror / "search.html").resolve().as_uri() + "?q=tester")
+    assert pg.locator("main ul.hits li.user a").first.inner_text() == "tester"
+    pg.goto((mirror / "search.html").resolve().as_uri() + "?q=no-such-thing-here")
+    assert "Nothing matches" in pg.locator("#mirror-search-summary").inner_text()
+    screenshot(pg, "mirror-search-file")
 
 
 @pytest.mark.browser

@@ -7,10 +7,12 @@
   a download or an asset of the board is fetched and written; the pages' links are rewritten to
   relative file paths (:func:`file_name` names the files), so the mirror works from any static file
   host and from ``file://``.
-- **Dynamic pages are named as such.** Search, compare, sign-in and every form's settings (the
-  across-runs chart's, a benchmark's run comparison) need the live scoreboard: their links and forms
-  lead to one page, :data:`NOTICE_PAGE`, that says so; never a dead link. Sort orders and page
-  numbers are finite, so those pages are rendered each.
+- **Dynamic pages are named as such, or done in the browser.** Compare, sign-in and every form's
+  settings (the across-runs chart's, a benchmark's run comparison) need the live scoreboard: their
+  links and forms lead to one page, :data:`NOTICE_PAGE`, that says so; never a dead link. Search is
+  answered in the browser (``static/mirror-search.js``) from :data:`SEARCH_INDEX`, written from the env,
+  algorithm and user pages the crawl found. Sort orders and page numbers are finite, so those pages
+  are rendered each.
 
 What needs no server stays: the charts (uPlot over JSON blocks in the pages), the mp4 videos
 (``<video src>``), the episode downloads and each evaluation's ``/v1`` JSON. Terminal recordings
@@ -21,6 +23,7 @@ there the page keeps showing the recording's last frame as text.
 from __future__ import annotations
 
 import html
+import json
 import logging
 import mimetypes
 import posixpath
@@ -37,16 +40,24 @@ from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.logs import ACCESS_LOGGER
 
-__all__ = ["NOTICE_PAGE", "MirrorReport", "export_static", "file_name", "page_links"]
+__all__ = ["NOTICE_PAGE", "SEARCH_INDEX", "MirrorReport", "export_static", "file_name", "page_links"]
 
 logger = logging.getLogger("palaestra.scoreboard.mirror")
 
 #: The page every dynamic link and form of the mirror leads to.
 NOTICE_PAGE = "not-in-mirror.html"
+#: The search index the mirror's search page reads (a script: a browser fetches nothing from file://).
+SEARCH_INDEX = "search-index.js"
+#: The board's search page (empty: a static page) and the script that answers it in the mirror.
+SEARCH_PATH = "/search"
+SEARCH_SCRIPT = "/assets/mirror-search.js"
+#: The pages the search finds, by path prefix: (kind, prefix).
+SEARCHED_PAGES = (("env", "/envs/"), ("algorithm", "/algorithms/"), ("user", "/users/"))
+_TITLE_RE = re.compile(r"<title>(.*?) · palaestra</title>", re.S)
 #: Where the pages are fetched from (no network: the app is called in process). ``/v1`` answers
 #: that hold URLs name this host unless the board has a public URL.
 MIRROR_BASE_URL = "http://scoreboard.mirror.invalid"
-#: Pages that only a running scoreboard answers.
+#: Pages that only a running scoreboard answers (a search with a query is answered in the browser).
 DYNAMIC_PREFIXES = ("/search", "/compare", "/login", "/logout", "/settings", "/invite")
 #: Query parameters whose every value the pages link to: each combination is a page of its own.
 STATIC_PARAMETERS = frozenset({"page", "sort"})
@@ -67,8 +78,9 @@ EXTENSIONS = {
 }
 NOTICE = (
     "This is a static mirror of a palaestra scoreboard, exported on {day}. Its pages, charts, videos and "
-    "downloads are all here. Searching, comparing evaluations on one chart, changing a chart's settings "
-    "and signing in need the live scoreboard (palaestra server), so they are not available in the mirror."
+    "downloads are all here, and its search works in your browser. Comparing evaluations on one chart, "
+    "changing a chart's settings and signing in need the live scoreboard (palaestra server), so they are "
+    "not available in the mirror."
 )
 
 
@@ -126,6 +138,7 @@ def export_static(config: ServerConfig, destination: Path) -> MirrorReport:
             crawler = _Crawler(client, destination)
             crawler.write_notice()
             crawler.crawl("/")
+            crawler.write_search()
     finally:
         access.setLevel(level)
     (destination / ".nojekyll").write_bytes(b"")  # GitHub Pages: serve names as they are
@@ -193,6 +206,7 @@ class _Crawler:
         self.taken: set[str] = {NOTICE_PAGE}
         self.pending: deque[str] = deque()  # pages written as answered, their links not yet rewritten
         self.report = MirrorReport(destination)
+        self.search_entries: list[dict[str, str]] = []
 
     def crawl(self, start: str) -> None:
         self.file_of(start)
@@ -240,7 +254,32 @@ class _Crawler:
         if media_type == "text/html":
             self.report.pages += 1
             self.pending.append(name)
+            if response.status_code == 200 and not query:
+                self._index(path, name, response.text)
         return name
+
+    def _index(self, path: str, name: str, text: str) -> None:
+        """Add the page at ``path`` (written as ``name``) to the search index if it is an env, an
+        algorithm or a user page; its label is the page's own title."""
+        for kind, prefix in SEARCHED_PAGES:
+            if path.startswith(prefix) and not path.endswith("/picture"):
+                found = _TITLE_RE.search(text)
+                label = html.unescape(found.group(1)) if found else unquote(path[len(prefix) :])
+                label = label.removeprefix("Algorithm ").removeprefix("User ")
+                self.search_entries.append({"kind": kind, "id": unquote(path[len(prefix) :]), "label": label, "url": name})
+                return
+
+    def write_search(self) -> None:
+        """The index of the mirror's search page, and its script added to that page."""
+        if SEARCH_PATH not in self.names:
+            return
+        index = json.dumps(self.search_entries, ensure_ascii=True).replace("<", "\\u003c")
+        self._write(SEARCH_INDEX, f"window.palaestraMirrorSearch = {index};\n".encode())
+        page = self.names[SEARCH_PATH]
+        script = _relative(self.file_of(SEARCH_SCRIPT), page)
+        tags = f'<script src="{_relative(SEARCH_INDEX, page)}"></script>\n<script src="{script}"></script>\n'
+        path = self.destination / page
+        path.write_text(path.read_text(encoding="utf-8").replace("</body>", tags + "</body>", 1), encoding="utf-8")
 
     def _unique(self, name: str) -> str:
         """``name``, or ``name`` with ``~N`` before its ending if another target has it already."""
@@ -277,6 +316,8 @@ class _Crawler:
         if parts.scheme or parts.netloc or not parts.path.startswith("/"):
             return url  # another site's, an in-page anchor (#...), data: or already relative
         query = "" if parts.path.startswith("/assets/") else _query_of(parts.query)  # ?v=: a cache-buster
+        if form and parts.path == SEARCH_PATH:
+            return _relative(self.file_of(SEARCH_PATH), page)  # answered in the browser
         if form or query is None or _is_dynamic(parts.path):
             self.report.dynamic_links += 1
             return _relative(NOTICE_PAGE, page)
