@@ -227,3 +227,20 @@ def test_the_setting_comes_from_the_environment_and_a_bad_value_is_named() -> No
     assert not resolve_config(data_dir="/tmp/x", environ={}).read_only
     with pytest.raises(ConfigurationError, match="PALAESTRA_READ_ONLY must be 1 or 0, not 'yes'"):
         resolve_config(data_dir="/tmp/x", environ={"PALAESTRA_READ_ONLY": "yes"})
+
+
+def test_every_worker_of_a_read_only_server_refuses_writes(frozen_board: dict[str, object]) -> None:
+    frozen = frozen_board["server"]
+    assert isinstance(frozen, ScoreboardServer)
+    before = board_state(frozen)
+    server = ScoreboardServer(frozen.data_dir, args=["--read-only", "--workers", "2"])
+    server.api_key = frozen.api_key
+    server.start()
+    try:
+        with server.client() as c:
+            for _ in range(6):  # spread over both workers
+                assert c.get("/v1/health").json()["mode"] == "read-only"
+                error_of(c.post("/v1/files", json={"purpose": "episode_batch"}), READ_ONLY_STATUS)
+    finally:
+        server.stop()
+    assert board_state(frozen) == before

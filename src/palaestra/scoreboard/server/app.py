@@ -135,10 +135,12 @@ def serve(
     uvicorn_options.setdefault("proxy_headers", config.trust_proxy)
 
     if workers > 1:
-        # Each worker process builds its own app from the environment; migrate once first.
+        # Each worker process builds its own app from the environment; migrate once first (never a
+        # read-only archive: it is served as it is).
         from palaestra.scoreboard.server.state import migrate_database
 
-        migrate_database(config)
+        if not config.read_only:
+            migrate_database(config)
         os.environ.update(_config_environ(config))
         uvicorn.run(
             "palaestra.scoreboard.server.app:app_from_environment",
