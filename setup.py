@@ -12,7 +12,8 @@ An editable install (``make setup``) builds them the same way, but only warns wi
 pages then say that charts are unavailable.
 
 It also compiles the two C extensions, ``palaestra.envs.board._goboard`` and ``_hexboard`` (Go's and
-Hex's board cores, see src/palaestra/envs/board/_goboard.c and _hexboard.c; they need a C compiler and
+Hex's board cores, see src/palaestra/envs/board/_goboard.c and _hexboard.c, over the CPython layer they
+share in _boardcore_methods.h; they need a C compiler and
 Python's headers, both in scripts/system-packages.txt). They are optional: where one cannot be built,
 setuptools warns and its envs play on OpenSpiel alone (the same games, slower).
 """
@@ -85,9 +86,13 @@ class SdistWithWebAssets(sdist):
         super().run()
 
 
+# what both cores include: their constants and their shared CPython layer
+BOARD_CORE_HEADERS = ["src/palaestra/envs/board/_boardcore.h", "src/palaestra/envs/board/_boardcore_methods.h"]
+
 GO_BOARD = Extension(
     "palaestra.envs.board._goboard",
     sources=["src/palaestra/envs/board/_goboard.c"],
+    depends=BOARD_CORE_HEADERS,
     extra_compile_args=["-O2"],
     optional=True,  # the Go envs fall back to OpenSpiel without it
 )
@@ -95,6 +100,7 @@ GO_BOARD = Extension(
 HEX_BOARD = Extension(
     "palaestra.envs.board._hexboard",
     sources=["src/palaestra/envs/board/_hexboard.c"],
+    depends=BOARD_CORE_HEADERS,
     extra_compile_args=["-O2"],
     optional=True,  # the single Hex env falls back to OpenSpiel without it
 )

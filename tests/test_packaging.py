@@ -36,6 +36,8 @@ PACKAGE_DATA = (
     "palaestra/scoreboard/server/migrations/versions/0001_initial_schema.py",
     "palaestra/scoreboard/server/migrations/versions/0003_operations.py",
     "palaestra/py.typed",
+    "palaestra/benchmarks/normalisation/atari57.json",
+    "palaestra/benchmarks/normalisation/dqn2015.json",
     *VENDOR_FILES,
 )
 CORE_SCRIPT = """
@@ -73,8 +75,11 @@ def _tree_copy(destination: Path) -> Path:
     return destination
 
 
-def _run(*args: str | os.PathLike[str], cwd: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("PALAESTRA_", "OPENAI_GYM_", "VIRTUAL_ENV"))}
+def _clean_env(cwd: Path, **env: str) -> dict[str, str]:
+    """This process's environment without palaestra's settings, a venv or a PYTHONPATH (which would put
+    the checkout's sources before the installed package), with config and data under ``cwd``."""
+    dropped = ("PALAESTRA_", "OPENAI_GYM_", "VIRTUAL_ENV", "PYTHONPATH")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     clean.update(
         {
             "XDG_CONFIG_HOME": str(cwd / ".config"),
@@ -84,6 +89,11 @@ def _run(*args: str | os.PathLike[str], cwd: Path, timeout: float = 600, **env: 
             **env,
         }
     )
+    return clean
+
+
+def _run(*args: str | os.PathLike[str], cwd: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
+    clean = _clean_env(cwd, **env)
     result = subprocess.run([os.fspath(a) for a in args], cwd=cwd, env=clean, capture_output=True, text=True, timeout=timeout)
     return result
 
@@ -112,6 +122,8 @@ def test_the_wheel_installs_anywhere_with_pip_and_serves_pages_with_charts(tmp_p
     for core in ("_goboard", "_hexboard"):
         assert any(name.startswith(f"palaestra/envs/board/{core}.") and name.endswith(".so") for name in names)
         assert f"src/palaestra/envs/board/{core}.c" in sdist_names
+    for header in ("_boardcore.h", "_boardcore_methods.h"):  # what both cores include
+        assert f"src/palaestra/envs/board/{header}" in sdist_names
 
     # the core alone, in a folder that is not the repository
     home = tmp_path / "user"
@@ -150,6 +162,7 @@ def test_the_wheel_installs_anywhere_with_pip_and_serves_pages_with_charts(tmp_p
     server = subprocess.Popen(
         [palaestra, "server", "--data-dir", ".palaestra-demo", "--port", str(port)],
         cwd=home,
+        env=_clean_env(home),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

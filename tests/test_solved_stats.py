@@ -138,20 +138,6 @@ def test_solved_stats_reads_a_results_mapping_like_score_from_merged():
     assert solved_stats(run, trials=100, reward_threshold=300.0) == merged
 
 
-def test_the_old_palaestra_scoring_module_still_works_and_says_where_it_moved():
-    import importlib
-    import sys
-
-    sys.modules.pop("palaestra.scoring", None)
-    with pytest.warns(DeprecationWarning, match=r"palaestra\.solved_stats.*score_results is now solved_stats"):
-        scoring = importlib.import_module("palaestra.scoring")
-    run = synthetic_run()
-    assert scoring.score_results(run, trials=100, reward_threshold=300.0) == solved_stats(
-        run, trials=100, reward_threshold=300.0
-    )
-    assert scoring.running_mean is running_mean and scoring.DEFAULT_TRIALS == 100
-
-
 def test_a_short_run_has_the_mean_of_its_episodes_and_evaluation_episodes_their_own_mean() -> None:
     from palaestra.solved_stats import ranking_mean, short_mean_label
 

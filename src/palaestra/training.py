@@ -163,6 +163,37 @@ def make_vector_env(
         raise TrainingError(f"Cannot make {env_id}: {exc}") from None
 
 
+def agent_settings(agent: Any) -> dict[str, Any]:
+    """An agent's settings as recorded in the provenance: its public attributes that are plain values
+    (numbers, strings, booleans), which is what a built-in agent keeps its hyperparameters in."""
+    plain = (bool, int, float, str, type(None))
+    return {k: v for k, v in sorted(vars(agent).items()) if not k.startswith("_") and isinstance(v, plain)}
+
+
+def run_config(
+    agent: str | Callable[..., Any],
+    built: Any,
+    seed: int | None,
+    episodes: int | None,
+    steps: int | None,
+    env_kwargs: dict[str, Any] | None,
+    num_envs: int,
+    vectorization_mode: str | None,
+) -> dict[str, Any]:
+    """What ``palaestra run`` gives the Monitor as ``config=``: the run's settings and its agent's."""
+    name = agent if isinstance(agent, str) else f"{agent.__module__}:{getattr(agent, '__qualname__', agent)}"
+    config: dict[str, Any] = {"agent": name, "seed": seed, "episodes": episodes, "steps": steps}
+    if env_kwargs:
+        config["env_kwargs"] = env_kwargs
+    if num_envs > 1 or vectorization_mode is not None:
+        config["num_envs"], config["vectorization_mode"] = num_envs, vectorization_mode
+    try:
+        config["agent_settings"] = agent_settings(built)
+    except TypeError:  # an agent without __dict__ (slots)
+        pass
+    return config
+
+
 def make_agent(
     agent: str | Callable[..., Any],
     env: gymnasium.Env[Any, Any] | Any,
@@ -299,8 +330,15 @@ def run_agent(
     try:
         # The agent first: a bad agent must not leave an empty training directory behind.
         the_agent = make_agent(agent, env, seed, reward_threshold=tracker.threshold)
+        config = run_config(agent, the_agent, seed, episodes, steps, env_kwargs, 1, vectorization_mode)
         monitor = Monitor(
-            env, directory, video_callable=None if video else False, force=force, resume=resume, mode=mode
+            env,
+            directory,
+            video_callable=None if video else False,
+            force=force,
+            resume=resume,
+            mode=mode,
+            config=config,
         )
     except BaseException:
         env.close()
@@ -395,8 +433,15 @@ def _run_vector(
             make_agent(agent, _sub_env_view(envs), None if seed is None else seed + i, tracker.threshold)
             for i in range(envs.num_envs)
         ]
+        config = run_config(agent, agents[0], seed, episodes, steps, env_kwargs, num_envs, vectorization_mode)
         monitor = VectorMonitor(
-            envs, directory, video_callable=None if video else False, force=force, resume=resume, mode=mode
+            envs,
+            directory,
+            video_callable=None if video else False,
+            force=force,
+            resume=resume,
+            mode=mode,
+            config=config,
         )
     except BaseException:
         envs.close()

@@ -205,12 +205,3 @@ def test_the_run_walker_finds_nested_trials_in_natural_order(tmp_path: Path) -> 
         runs.training_directories(tmp_path / "missing")
 
 
-def test_the_moved_benchmark_scoring_names_still_work_with_a_deprecation_warning() -> None:
-    with pytest.warns(DeprecationWarning, match=r"scoring\.EvaluationScore is deprecated: use .*TaskScores"):
-        assert scoring.EvaluationScore is scoring.TaskScores
-    with pytest.warns(DeprecationWarning, match=r"find_training_dirs is deprecated: use .*runs\.training_directories"):
-        assert scoring.find_training_dirs is runs.training_directories
-    with pytest.warns(DeprecationWarning, match=r"runs\.score_benchmark_run"):
-        assert scoring.score_benchmark_run is score_benchmark_run
-    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
-        scoring.nothing_here  # noqa: B018

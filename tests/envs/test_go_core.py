@@ -14,79 +14,20 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import palaestra.envs  # noqa: F401  (registers the ids)
-from palaestra.envs.board import rules
 from palaestra.envs.board.go import GoEnv
-from palaestra.envs.board.rules import BLACK, GoGame
+from palaestra.envs.board.rules import GoGame
+from tests.envs.board_cores import GoPair, assert_same
 
-_goboard = pytest.importorskip("palaestra.envs.board._goboard", reason="the Go board core is not built")
-
-
-class Pair:
-    """One game played on OpenSpiel and on the core at once; every move compares the two."""
-
-    def __init__(self, game: GoGame) -> None:
-        self.game = game
-        self.cells = game.num_cells
-        self.legal = bytearray(self.cells + 2)
-        self.planes = np.zeros(4 * self.cells, np.float32)
-        self.core = game.board_core(1, self.legal, self.planes)
-        assert self.core is not None
-        self.observer = game.make_observer()
-        self.state = game.new_state()
-        self.captures = 0
-        self.kos = 0
-        self.compare()
-
-    def play(self, engine_action: int) -> None:
-        cells = self.cells
-        mover = len(self.state.history()) % 2
-        stones_before = self.planes[:cells] + self.planes[cells : 2 * cells]
-        theirs_before = self.planes[(1 - mover) * cells : (2 - mover) * cells].copy()
-        self.state.apply_action(engine_action)
-        over = self.core.play(0, engine_action)
-        assert over == self.state.is_terminal()
-        stones_after = self.planes[:cells] + self.planes[cells : 2 * cells]
-        emptied = np.flatnonzero(stones_before > stones_after)
-        self.captures += len(emptied)
-        taken_in_their_eye = len(emptied) == 1 and self.in_their_eye(engine_action, theirs_before)
-        if engine_action < cells and taken_in_their_eye and not over:
-            self.kos += 1  # OpenSpiel's ko: the one stone taken may not be retaken at once
-            assert not self.legal[emptied[0]]
-        self.compare()
-
-    def in_their_eye(self, point: int, theirs: np.ndarray) -> bool:
-        """Whether every neighbour of ``point`` held a stone of the other colour or was off the board."""
-        n = self.game.board_size
-        row, column = divmod(point, n)
-        around = ((row - 1, column), (row + 1, column), (row, column - 1), (row, column + 1))
-        return all(not (0 <= r < n and 0 <= c < n) or theirs[r * n + c] for r, c in around)
-
-    def compare(self) -> None:
-        self.observer.set_from(self.state, 0)
-        np.testing.assert_array_equal(self.planes[: 3 * self.cells], self.observer.tensor[: 3 * self.cells])
-        assert self.core.to_play(0) == len(self.state.history()) % 2
-        assert self.core.history(0) == self.state.history()
-        if self.state.is_terminal():
-            assert self.legal == bytes(self.cells + 2)  # nothing is legal, resign neither
-            assert self.core.end_reason(0) == self.game.end_reason(self.state)
-            planes = self.observer.view.copy()
-            info, black_return = self.game.describe_board_end(
-                self.core.end_reason(0), self.core.superko(0), planes
-            )
-            assert info == self.game.describe_end(self.state, planes)
-            assert black_return == self.state.returns()[BLACK]
-        else:
-            assert self.legal == bytes([*self.state.legal_actions_mask(), 1])
-            assert self.core.end_reason(0) is None
+pytest.importorskip("palaestra.envs.board._goboard", reason="the Go board core is not built")
 
 
 def random_games(size: int, games: int, seed: int, max_moves: int | None = None) -> Counter[str]:
-    """Random games through a Pair; passes are made rarer so that boards fill, capture and repeat."""
+    """Random games through a GoPair; passes are made rarer so that boards fill, capture and repeat."""
     game = GoGame(size, komi=0.5 if size < 5 else 7.5, max_moves=max_moves)
     rng = random.Random(seed)
     seen: Counter[str] = Counter()
     for _ in range(games):
-        pair = Pair(game)
+        pair = GoPair(game)
         while not pair.state.is_terminal():
             legal = pair.state.legal_actions()
             action = legal[int(rng.random() * len(legal))]
@@ -112,9 +53,9 @@ def test_random_games_match_openspiel_move_by_move(size: int, games: int, max_mo
         assert seen["superko"], seen
 
 
-def play_names(game: GoGame, names: list[str]) -> Pair:
-    """The moves (GTP names, black first) through a Pair."""
-    pair = Pair(game)
+def play_names(game: GoGame, names: list[str]) -> GoPair:
+    """The moves (GTP names, black first) through a GoPair."""
+    pair = GoPair(game)
     for name in names:
         pair.play(game.to_engine[game.string_to_action(name)])
     return pair
@@ -137,48 +78,6 @@ def test_the_rule_positions_of_test_go_match_openspiel() -> None:
     # positional superko on 2x2: a draw
     pair = play_names(GoGame(2, komi=0.5), ["A2", "B1", "pass", "A1", "pass", "B2", "A2"])
     assert pair.state.is_terminal() and pair.core.end_reason(0) == "superko"
-
-
-def test_the_event_codes_are_the_extensions() -> None:
-    for name in ("ENDED_AFTER_MOVE", "ENDED_AFTER_REPLY", "STEP_RESIGNED", "STEP_ILLEGAL", "STEP_ENDED"):
-        assert getattr(_goboard, name) == getattr(rules, name)
-
-
-def test_the_core_refuses_what_openspiel_refuses() -> None:
-    game = GoGame(9)
-    pair = play_names(game, ["E5"])
-    with pytest.raises(ValueError, match="not a legal engine action"):
-        pair.core.play(0, game.to_engine[game.string_to_action("E5")])  # taken
-    with pytest.raises(ValueError, match="not a legal engine action"):
-        pair.core.play(0, game.num_cells + 1)  # resign is not the engine's
-    with pytest.raises(IndexError, match="board 1 out of range"):
-        pair.core.play(1, 0)
-    with pytest.raises(ValueError, match=r"not a float in \[0, 1\)"):
-        pair.core.play_random(0, 0, lambda: 1.0)
-    pair.state.apply_action(0)  # the agent's move before the bad draw stands, and nothing else changed
-    pair.compare()
-    with pytest.raises(ValueError, match="planes"):
-        game.board_core(2, bytearray(2 * (game.num_cells + 2)), np.zeros(2 * 4 * game.num_cells, np.float64))
-    with pytest.raises(ValueError, match="legal"):
-        game.board_core(2, bytearray(10), np.zeros(2 * 4 * game.num_cells, np.float32))
-
-
-def test_play_random_picks_as_the_random_opponent_does() -> None:
-    # The opponent's reply is the int(r * n)-th of OpenSpiel's legal_actions(), as RandomOpponent.act() picks.
-    game = GoGame(9)
-    pair = Pair(game)
-    rng, mirror = random.Random(5), random.Random(5)
-    for _ in range(60):
-        legal = pair.state.legal_actions()
-        action = legal[int(rng.random() * (len(legal) - 1))]
-        reply = pair.core.play_random(0, action, rng.random)
-        pair.state.apply_action(action)
-        mirror.random()
-        options = pair.state.legal_actions()
-        expected = options[int(mirror.random() * len(options))]
-        assert reply == expected
-        pair.state.apply_action(reply)
-        pair.compare()
 
 
 # -- the envs with the core and without it ---------------------------------------------------------
@@ -205,26 +104,6 @@ def run_vector(monkeypatch: pytest.MonkeyPatch, core: bool, steps: int, **kwargs
     record.append(envs.render())
     envs.close()
     return record
-
-
-def assert_same(a: Any, b: Any) -> None:
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            assert_same(a[key], b[key])
-    elif isinstance(a, (tuple, list)):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            assert_same(x, y)
-    elif isinstance(a, np.ndarray):
-        assert a.dtype == b.dtype and a.shape == b.shape
-        if a.dtype == object:
-            for x, y in zip(a, b):
-                assert_same(x, y)
-        else:
-            np.testing.assert_array_equal(a, b)
-    else:
-        assert a == b
 
 
 @pytest.mark.parametrize(

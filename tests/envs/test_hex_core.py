@@ -16,50 +16,11 @@ from gymnasium.vector import AutoresetMode
 import palaestra.envs  # noqa: F401  (registers the ids)
 from palaestra.envs.board import rules
 from palaestra.envs.board.hex import HexEnv
-from palaestra.envs.board.rules import BLACK, COLOR_NAMES, HexGame
+from palaestra.envs.board.rules import COLOR_NAMES, HexGame
 from palaestra.errors import IllegalMove
+from tests.envs.board_cores import HexPair, assert_same
 
-_hexboard = pytest.importorskip("palaestra.envs.board._hexboard", reason="the Hex board core is not built")
-
-
-class Pair:
-    """One game played on OpenSpiel and on the core at once; every move compares the two."""
-
-    def __init__(self, game: HexGame) -> None:
-        self.game = game
-        self.cells = game.num_cells
-        self.legal = bytearray(self.cells + 1)
-        self.planes = np.zeros(3 * self.cells, np.float32)
-        self.core = game.board_core(1, self.legal, self.planes)
-        assert self.core is not None
-        self.observer = game.make_observer()
-        self.state = game.new_state()
-        self.compare()
-
-    def play(self, engine_action: int) -> None:
-        self.state.apply_action(engine_action)
-        over = self.core.play(0, engine_action)
-        assert over == self.state.is_terminal()
-        self.compare()
-
-    def compare(self) -> None:
-        self.observer.set_from(self.state, 0)
-        np.testing.assert_array_equal(self.planes, self.observer.tensor[: 3 * self.cells])
-        assert self.core.to_play(0) == len(self.state.history()) % 2
-        assert self.core.history(0) == self.state.history()
-        assert self.core.is_over(0) == self.state.is_terminal()
-        if self.state.is_terminal():
-            assert self.legal == bytes(self.cells + 1)  # nothing is legal, resign neither
-            winner = self.core.winner(0)
-            assert winner == self.game.winner(self.state)
-            assert winner == (len(self.state.history()) - 1) % 2  # the last mover joined its edges
-            planes = self.observer.view.copy()
-            info, black_return = self.game.describe_core_end(self.core, 0, planes)
-            assert info == self.game.describe_end(self.state, planes)
-            assert black_return == self.state.returns()[BLACK]
-        else:
-            assert self.legal == bytes([*self.state.legal_actions_mask(), 1])
-            assert self.core.winner(0) is None
+pytest.importorskip("palaestra.envs.board._hexboard", reason="the Hex board core is not built")
 
 
 @pytest.mark.parametrize(("size", "games"), [(2, 200), (3, 500), (5, 800), (9, 400), (11, 100)])
@@ -69,7 +30,7 @@ def test_random_games_match_openspiel_move_by_move(size: int, games: int) -> Non
     winners: Counter[int] = Counter()
     lengths = set()
     for _ in range(games):
-        pair = Pair(game)
+        pair = HexPair(game)
         while not pair.state.is_terminal():
             legal = pair.state.legal_actions()
             pair.play(legal[int(rng.random() * len(legal))])
@@ -83,42 +44,25 @@ def test_random_games_match_openspiel_move_by_move(size: int, games: int) -> Non
 def test_the_edges_and_neighbours_are_openspiels() -> None:
     game = HexGame(3)
     # black down the middle column: b1 b2 b3 joins top and bottom
-    pair = Pair(game)
+    pair = HexPair(game)
     for cell in (1, 0, 4, 2, 7):
         pair.play(cell)
     assert pair.core.winner(0) == 0
     # white a2 b2 c2 joins left and right
-    pair = Pair(game)
+    pair = HexPair(game)
     for cell in (0, 3, 1, 4, 8, 5):
         pair.play(cell)
     assert pair.core.winner(0) == 1
     # (r, c) and (r+1, c+1) do not touch: black a1 b2 c3 is no chain
-    pair = Pair(game)
+    pair = HexPair(game)
     for cell in (0, 3, 4, 5, 8):
         pair.play(cell)
     assert not pair.core.is_over(0)
 
 
-def test_the_core_refuses_what_openspiel_refuses() -> None:
-    game = HexGame(5)
-    pair = Pair(game)
-    pair.play(12)
-    with pytest.raises(ValueError, match="not a legal engine action"):
-        pair.core.play(0, 12)  # taken
-    with pytest.raises(ValueError, match="not a legal engine action"):
-        pair.core.play(0, game.num_cells)  # resign is not the engine's
-    with pytest.raises(IndexError, match="board 1 out of range"):
-        pair.core.play(1, 0)
-    with pytest.raises(ValueError, match=r"not a float in \[0, 1\)"):
-        pair.core.play_random(0, 0, lambda: 1.0)
-    pair.state.apply_action(0)  # the agent's move before the bad draw stands, and nothing else changed
-    pair.compare()
-    with pytest.raises(ValueError, match="planes"):
-        game.board_core(2, bytearray(2 * (game.num_cells + 1)), np.zeros(2 * 3 * game.num_cells, np.float64))
-    with pytest.raises(ValueError, match="legal"):
-        game.board_core(2, bytearray(10), np.zeros(2 * 3 * game.num_cells, np.float32))
+def test_the_core_refuses_moves_after_the_end_and_leaves_1x1_to_openspiel() -> None:
     # a finished game takes no more moves
-    pair = Pair(HexGame(2))
+    pair = HexPair(HexGame(2))
     for cell in (0, 1, 2):
         pair.play(cell)
     with pytest.raises(ValueError, match="the game is over"):
@@ -127,81 +71,7 @@ def test_the_core_refuses_what_openspiel_refuses() -> None:
     assert HexGame(1).board_core(1, bytearray(2), np.zeros(3, np.float32)) is None
 
 
-def test_step_random_refuses_bad_batches_and_keeps_what_was_played() -> None:
-    game = HexGame(3)
-    legal = bytearray(2 * (game.num_cells + 1))
-    core = game.board_core(2, legal, np.zeros(2 * 3 * game.num_cells, np.float32))
-    draws = [random.Random(0).random, random.Random(1).random]
-    with pytest.raises(TypeError, match="lists of 2 items"):
-        core.step_random([0], [False, False], draws, [-1, -1], False)
-    with pytest.raises(TypeError, match="lists of 2 items"):
-        core.step_random((0, 0), [False, False], draws, [-1, -1], False)
-    replies = [-1, -1]
-    with pytest.raises(ValueError, match="11 is not a Hex action"):
-        core.step_random([0, 11], [False, False], draws, replies, False)
-    # the boards before the error played (their replies reported), the others did not
-    assert core.history(0) == [0, replies[0]] and replies[0] >= 0 and replies[1] == -1 and core.history(1) == []
-    with pytest.raises(ValueError, match=r"not a float in \[0, 1\)"):
-        core.step_random([1, 0], [True, False], [draws[0], lambda: -0.5], replies, False)
-    assert core.history(1) == [0] and replies[1] == -1  # the agent's move before the bad draw stands
-    core.reset(1)
-    # boards marked over are left alone; resign and a taken cell are reported, nothing played
-    assert core.step_random([9, 0], [False, True], draws, replies, False) == [(0, rules.STEP_RESIGNED)]
-    assert core.step_random([0, 0], [False, False], draws, replies, True) == [(0, rules.STEP_ILLEGAL)]
-    assert core.history(0) == [0, replies[0]] and core.history(1) == []  # stop_at_illegal: board 1 untouched
-
-
-def test_the_codes_are_the_extensions() -> None:
-    for name in ("ENDED_AFTER_MOVE", "ENDED_AFTER_REPLY"):
-        assert getattr(_hexboard, name) == getattr(rules, name)
-
-
-def test_play_random_picks_as_the_random_opponent_does() -> None:
-    # The opponent's reply is the int(r * n)-th of OpenSpiel's legal_actions(), as RandomOpponent.act() picks.
-    game = HexGame(9)
-    for seed in range(20):
-        pair = Pair(game)
-        rng, mirror = random.Random(seed), random.Random(seed)
-        while True:
-            legal = pair.state.legal_actions()
-            action = legal[int(rng.random() * len(legal))]
-            mirror.random()
-            reply = pair.core.play_random(0, action, rng.random)
-            pair.state.apply_action(action)
-            if pair.state.is_terminal():
-                assert reply == rules.ENDED_AFTER_MOVE
-                break
-            options = pair.state.legal_actions()
-            expected = options[int(mirror.random() * len(options))]
-            pair.state.apply_action(expected)
-            if pair.state.is_terminal():
-                assert reply == rules.ENDED_AFTER_REPLY - expected
-                break
-            assert reply == expected
-            pair.compare()
-        pair.compare()
-
-
 # -- the env with the core and without it -----------------------------------------------------------
-def assert_same(a: Any, b: Any) -> None:
-    if isinstance(a, dict):
-        assert a.keys() == b.keys()
-        for key in a:
-            assert_same(a[key], b[key])
-    elif isinstance(a, (tuple, list)):
-        assert len(a) == len(b)
-        for x, y in zip(a, b):
-            assert_same(x, y)
-    elif isinstance(a, np.ndarray):
-        assert a.dtype == b.dtype and a.shape == b.shape
-        if a.dtype == object:  # the vector env's info values: None, str or final observations
-            assert_same(list(a), list(b))
-        else:
-            np.testing.assert_array_equal(a, b)
-    else:
-        assert type(a) is type(b) and a == b
-
-
 @pytest.mark.parametrize(("player_color", "size"), [("black", 7), ("white", 7), ("black", 3), ("white", 11)])
 def test_single_env_with_the_core_plays_the_same_games(
     monkeypatch: pytest.MonkeyPatch, player_color: str, size: int
@@ -255,11 +125,6 @@ def test_the_core_is_left_out_where_the_env_needs_openspiel(monkeypatch: pytest.
     envs = gymnasium.make_vec("Hex9x9-v0", num_envs=2, vectorization_mode="vector_entry_point", opponent="random")
     assert envs.unwrapped._core is None  # type: ignore[attr-defined]
     envs.close()
-
-
-def test_the_step_event_codes_are_the_extensions() -> None:
-    for name in ("STEP_RESIGNED", "STEP_ILLEGAL", "STEP_ENDED"):
-        assert getattr(_hexboard, name) == getattr(rules, name)
 
 
 def run_vector(monkeypatch: pytest.MonkeyPatch, core: bool, steps: int, **kwargs: Any) -> list[Any]:

@@ -60,6 +60,7 @@ def test_monitor_of_a_make_vec_env_just_works_and_writes_one_manifest_and_stats_
     assert names == sorted(
         [f"openaigym.episode_batch.{infix}-{k}.stats.json" for k in range(3)]
         + [f"openaigym.manifest.{infix}-{k}.manifest.json" for k in range(3)]
+        + [f"openaigym.provenance.{infix}.json"]  # one for the vector Monitor
     )
     manifest = json.loads((tmp_path / f"openaigym.manifest.{infix}-1.manifest.json").read_text())
     assert list(manifest) == ["stats", "videos", "env_info"]  # the journal key goes at close

@@ -10,13 +10,15 @@
   :func:`benchmark_score_from_local`.
 * :mod:`.statistics`: IQM / mean / median / optimality gap with stratified bootstrap intervals,
   performance profiles.
+* :mod:`.normalisation`: the random and human Atari score tables (``atari57``, ``dqn2015``) and the
+  Atari env id -> game map; :class:`HumanNormalised` scores ``Atari-57``, ``Atari-100k``, ``Atari-5``.
 * :mod:`.runner`: :func:`~palaestra.benchmarks.runner.run_benchmark`, every task x trial under the
   Monitor in worker processes or as Ray tasks.
 """
 
 from __future__ import annotations
 
-from palaestra.benchmarks import runs, scoring
+from palaestra.benchmarks import normalisation, runs, scoring
 from palaestra.benchmarks import scoring as scorers
 from palaestra.benchmarks.definitions import BENCHMARKS_2017, CURRENT_EQUIVALENTS, register_all
 from palaestra.benchmarks.registry import (
@@ -32,6 +34,7 @@ from palaestra.benchmarks.registry import (
 from palaestra.benchmarks.runs import benchmark_score_from_local, score_benchmark_run
 from palaestra.benchmarks.scoring import (
     ClipTo01ThenAverage,
+    HumanNormalised,
     RewardPerTime,
     TotalReward,
     benchmark_aggregate_score,
@@ -45,6 +48,7 @@ __all__ = [
     "Benchmark",
     "BenchmarkView",
     "ClipTo01ThenAverage",
+    "HumanNormalised",
     "Registry",
     "RewardPerTime",
     "Task",
@@ -52,6 +56,7 @@ __all__ = [
     "benchmark_aggregate_score",
     "benchmark_score_from_local",
     "benchmark_spec",
+    "normalisation",
     "register_benchmark",
     "register_benchmark_view",
     "registry",

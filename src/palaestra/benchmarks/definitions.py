@@ -17,6 +17,17 @@ ceilings and budgets (``equivalent_of`` names the original):
   ``Atari40M`` etc. run as they are (needs ``ale-py``, the ``atari`` extra).
 * Minecraft has no equivalent (its Malmo-based envs were never part of gym).
 
+The human-normalised Atari benchmarks (:func:`_register_atari_normalised`) score each trial as the
+human-normalised mean of its last 100 evaluation episodes (:class:`~.scoring.HumanNormalised`, on the
+``atari57`` table of :mod:`palaestra.benchmarks.normalisation`), five trials per game:
+
+* ``Atari-57``: the 57 games of R2D2/Agent57 on ``ALE/{Game}-v5`` (ale-py's protocol: frameskip 4,
+  sticky actions 0.25, 108,000-frame cap), 200M frames = 50M agent steps per trial;
+* ``Atari-100k``: the 26 games of Kaiser et al. 2020 on ``{Game}NoFrameskip-v4`` (no sticky actions,
+  as the 100k papers run them; the agent skips frames, 4 per step), 400,000 frames = 100k agent steps;
+* ``Atari-5``: Aitchison et al. 2022's five games (Battle Zone, Double Dunk, Name This Game, Phoenix,
+  Q*bert), on the ``Atari-57`` ids and budget.
+
 palaestra adds ``BoardGames-v0`` (Go9x9-v0 and Hex9x9-v0; rewards are +1 win, 0 draw, -1 loss, so
 with floor -1 and ceiling 1 the score is the mean over the last 100 evaluation games of 1 per win,
 0.5 per draw and 0 per loss).
@@ -29,10 +40,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from palaestra.benchmarks import scoring
+from palaestra.benchmarks import normalisation, scoring
 from palaestra.benchmarks.registry import register_benchmark
 
-__all__ = ["BENCHMARKS_2017", "CURRENT_EQUIVALENTS", "register_all"]
+__all__ = ["ATARI_5_GAMES", "ATARI_100K_GAMES", "BENCHMARKS_2017", "CURRENT_EQUIVALENTS", "register_all"]
 
 
 def _atari(games: list[tuple[str, float, float]], max_timesteps: int) -> list[dict[str, Any]]:
@@ -367,7 +378,74 @@ def _register_current() -> None:
     )
 
 
+#: The 26 games of Atari 100k (Kaiser et al. 2020, "Model-based reinforcement learning for Atari").
+ATARI_100K_GAMES = (
+    "alien", "amidar", "assault", "asterix", "bank_heist", "battle_zone", "boxing", "breakout",
+    "chopper_command", "crazy_climber", "demon_attack", "freeway", "frostbite", "gopher", "hero",
+    "jamesbond", "kangaroo", "krull", "kung_fu_master", "ms_pacman", "pong", "private_eye", "qbert",
+    "road_runner", "seaquest", "up_n_down",
+)  # fmt: skip
+#: Atari-5 (Aitchison et al. 2022, "Atari-5: Distilling the Arcade Learning Environment down to Five Games").
+ATARI_5_GAMES = ("battle_zone", "double_dunk", "name_this_game", "phoenix", "qbert")
+#: 200M frames, the Atari-57 budget since DQN, in agent steps of the v5 ids (4 frames each).
+ATARI_200M_FRAMES_IN_V5_STEPS = 50_000_000
+#: 100k agent steps of 4 frames: the Monitor of a NoFrameskip id counts frames.
+ATARI_100K_FRAMES = 400_000
+ATARI_TRIALS = 5
+
+
+def _human_normalised_tasks(
+    games: tuple[str, ...], env_id_format: str, max_timesteps: int, table_name: str
+) -> list[dict[str, Any]]:
+    chosen = normalisation.table(table_name)
+    return [
+        {
+            "env_id": env_id_format.format(name=normalisation.game_name(game)),
+            "trials": ATARI_TRIALS,
+            "max_timesteps": max_timesteps,
+            "reward_floor": chosen.scores_of(game).random,
+            "reward_ceiling": chosen.scores_of(game).human,
+        }
+        for game in games
+    ]
+
+
+def _register_atari_normalised(table_name: str = normalisation.DEFAULT_TABLE) -> None:
+    scorer = scoring.HumanNormalised(table=table_name)
+    label = normalisation.table(table_name).label
+    register_benchmark(
+        id="Atari-57",
+        name="Atari-57",
+        view_group="Atari",
+        description=f"The 57 Atari games of R2D2 and Agent57 on ale-py's v5 ids, 200M frames (50M steps) "
+        f"per trial; human-normalised scores ({label})",
+        scorer=scorer,
+        tasks=_human_normalised_tasks(
+            normalisation.table(table_name).games, "ALE/{name}-v5", ATARI_200M_FRAMES_IN_V5_STEPS, table_name
+        ),
+    )
+    register_benchmark(
+        id="Atari-100k",
+        name="Atari-100k",
+        view_group="Atari",
+        description="The 26 games of Atari 100k: 100k agent steps (400k frames of the NoFrameskip-v4 ids, "
+        f"no sticky actions) per trial; human-normalised scores ({label})",
+        scorer=scorer,
+        tasks=_human_normalised_tasks(ATARI_100K_GAMES, "{name}NoFrameskip-v4", ATARI_100K_FRAMES, table_name),
+    )
+    register_benchmark(
+        id="Atari-5",
+        name="Atari-5",
+        view_group="Atari",
+        description="Aitchison et al. 2022's five games that predict Atari-57 (Battle Zone, Double Dunk, "
+        f"Name This Game, Phoenix, Q*bert), as Atari-57 runs them; human-normalised scores ({label})",
+        scorer=scorer,
+        tasks=_human_normalised_tasks(ATARI_5_GAMES, "ALE/{name}-v5", ATARI_200M_FRAMES_IN_V5_STEPS, table_name),
+    )
+
+
 def register_all() -> None:
     """Register every built-in benchmark (done once, on import of :mod:`palaestra.benchmarks`)."""
     _register_2017()
     _register_current()
+    _register_atari_normalised()

@@ -23,9 +23,15 @@ from typing import Any
 
 import numpy as np
 
+from palaestra.benchmarks import normalisation
 from palaestra.benchmarks.registry import Benchmark, benchmark_spec, env_available
-from palaestra.benchmarks.scoring import TaskScores, benchmark_aggregate_score, score_results
-from palaestra.benchmarks.statistics import DEFAULT_REPS, interval_estimates
+from palaestra.benchmarks.scoring import HumanNormalised, TaskScores, benchmark_aggregate_score, score_results
+from palaestra.benchmarks.statistics import (
+    DEFAULT_PROFILE_REPS,
+    DEFAULT_REPS,
+    interval_estimates,
+    performance_profile,
+)
 from palaestra.errors import ResultsError
 from palaestra.monitoring import detect_training_manifests, load_results
 
@@ -33,6 +39,8 @@ logger = logging.getLogger("palaestra.benchmarks")
 
 __all__ = [
     "benchmark_score_from_local",
+    "normalisation_of",
+    "profile_thresholds",
     "score_benchmark_run",
     "training_directories",
     "trial_directory",
@@ -63,6 +71,21 @@ def training_directories(root: str | os.PathLike[str]) -> list[str]:
 
 
 # -- scoring a whole run ---------------------------------------------------------------------------
+
+
+def normalisation_of(benchmark: Benchmark) -> normalisation.NormalisationTable | None:
+    """The score table a benchmark's scorer human-normalises with (``None``: floor/ceiling scores)."""
+    scorer = benchmark.scorer
+    return normalisation.table(scorer.table) if isinstance(scorer, HumanNormalised) else None
+
+
+def profile_thresholds(benchmark: Benchmark) -> np.ndarray:
+    """The thresholds tau of a benchmark's performance profiles: 0 to 8 in steps of 0.1 for
+    human-normalised scores (rliable's Atari figures; agents score far above 1 on some games), 0 to 1
+    in steps of 0.02 for scores clipped to [0, 1]."""
+    if normalisation_of(benchmark) is not None:
+        return np.linspace(0.0, 8.0, 81)
+    return np.linspace(0.0, 1.0, 51)
 
 
 def _task_key(env_id: str, index: int, count: int) -> str:
@@ -96,7 +119,10 @@ def score_benchmark_run(
       trial scores of every task), plus ``num_runs``, ``reps`` and ``seed``. ``mean`` is the mean
       over tasks of each task's mean (rliable's), while ``score`` is 2017's mean over every
       task-trial score; they differ when tasks have different numbers of trials. The intervals are
-      left out when a score is NaN (only possible with ``legacy=True``).
+      left out when a score is NaN (only possible with ``legacy=True``); ``profile``, the performance
+      profile (:func:`~palaestra.benchmarks.statistics.performance_profile` at
+      :func:`profile_thresholds`, ``{taus, fraction, low, high, confidence}``); for a human-normalised
+      benchmark, ``normalisation``: the table's name, version and source.
     """
     benchmark = benchmark_spec(benchmark_id) if isinstance(benchmark_id, str) else benchmark_id
     per_env: dict[str, list[TaskScores]] = {}
@@ -134,6 +160,13 @@ def score_benchmark_run(
     if table and finite:
         for name, interval in interval_estimates(table, reps=reps, seed=seed).items():
             statistics[name] = interval.to_dict()
+        profile = performance_profile(
+            table, taus=profile_thresholds(benchmark), reps=min(reps, DEFAULT_PROFILE_REPS), seed=seed
+        )
+        statistics["profile"] = profile.to_dict()
+    scores_table = normalisation_of(benchmark)
+    if scores_table is not None:
+        statistics["normalisation"] = scores_table.describe()
     return {
         "benchmark_id": benchmark.id,
         "legacy": legacy,

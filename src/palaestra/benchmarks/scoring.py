@@ -15,6 +15,10 @@ evaluation, with one entry per task of the env):
   score = ``clip((mean(r) - floor) / (ceiling - floor), 0, 1)``.
 * :class:`RewardPerTime`: ``sum(r) / elapsed training seconds``, clipped the same way; never "solved".
 
+palaestra adds :class:`HumanNormalised` (the Atari benchmarks): ClipTo01ThenAverage's episodes,
+neither padded nor clipped, ``(mean(r) - floor) / (ceiling - floor)`` with the random and human
+scores of a table of :mod:`palaestra.benchmarks.normalisation` as floor and ceiling.
+
 The budget: the first episode whose cumulative steps exceed ``max_timesteps`` (or whose cumulative
 duration exceeds ``max_seconds``) and everything after it are excluded.
 
@@ -51,6 +55,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 import numpy as np
 
+from palaestra.benchmarks import normalisation
+
 if TYPE_CHECKING:
     from palaestra.benchmarks.registry import Benchmark, Task
 
@@ -61,6 +67,7 @@ __all__ = [
     "BenchmarkScorer",
     "BenchmarkScoringRule",
     "ClipTo01ThenAverage",
+    "HumanNormalised",
     "RewardPerTime",
     "TaskScores",
     "TotalReward",
@@ -312,15 +319,8 @@ class ClipTo01ThenAverage:
 
             reward = rewards[allowed][-self.num_episodes :]
             length = lengths[allowed][-self.num_episodes :]
-            scored = len(reward)
-            if scored < self.num_episodes:
-                extra = self.num_episodes - scored
-                reward = np.concatenate([reward, np.full(extra, float(task.reward_floor))])
-                length = np.concatenate([length, np.zeros(extra, dtype=np.int64)])
-            solved = reward >= task.reward_ceiling
-            if not legacy:
-                solved[scored:] = False  # padding is not a solved episode
-            result["scores"].append(float(np.mean(_normalised(task, reward))))
+            score, solved, reward, length = self._task_score(task, reward, length, legacy)
+            result["scores"].append(score)
             result["solves"].append(solved)
             result["rewards"].append(reward)
             result["lengths"].append(length)
@@ -337,11 +337,56 @@ class ClipTo01ThenAverage:
                 result["elapsed_times"].append(0.0)
         return result
 
+    def _task_score(
+        self, task: Task, reward: np.ndarray, length: np.ndarray, legacy: bool
+    ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """``(score, solved, rewards, lengths)`` of a task's last ``num_episodes`` scored episodes:
+        padded with the floor to ``num_episodes``, each clipped to [0, 1], averaged."""
+        scored = len(reward)
+        if scored < self.num_episodes:
+            extra = self.num_episodes - scored
+            reward = np.concatenate([reward, np.full(extra, float(task.reward_floor))])
+            length = np.concatenate([length, np.zeros(extra, dtype=np.int64)])
+        solved = reward >= task.reward_ceiling
+        if not legacy:
+            solved[scored:] = False  # padding is not a solved episode
+        return float(np.mean(_normalised(task, reward))), solved, reward, length
+
     def score_benchmark(
         self, benchmark: Benchmark, episode_scores: Mapping[str, Sequence[Sequence[float]]]
     ) -> float:
         """The mean of every task score of every trial of every env."""
         return _mean_of_all(episode_scores)
+
+
+class HumanNormalised(ClipTo01ThenAverage):
+    """Atari's rule: the human-normalised mean of the last ``num_episodes`` evaluation episodes.
+
+    The same episodes as :class:`ClipTo01ThenAverage` (the last ``num_episodes`` evaluation episodes
+    before the training budget ran out, or the last episodes of any type when there are no
+    evaluation ones), but neither padded nor clipped: the task score is
+    ``(mean reward - floor) / (ceiling - floor)``, where the benchmark's tasks have as floor and
+    ceiling the random and human scores of table ``table`` (:mod:`palaestra.benchmarks.normalisation`),
+    so 0 is random play, 1 a human, and an agent can score above 1. A trial without a finished
+    episode scores ``null_score`` (0, random play). "Solved": every scored episode reached the human score.
+    """
+
+    def __init__(self, table: str = "atari57", num_episodes: int = 100) -> None:
+        normalisation.table(table)  # an unknown name fails here, naming the known tables
+        super().__init__(num_episodes=num_episodes)
+        self.table = table
+
+    def __repr__(self) -> str:
+        return f"HumanNormalised(table={self.table!r}, num_episodes={self.num_episodes})"
+
+    def _task_score(
+        self, task: Task, reward: np.ndarray, length: np.ndarray, legacy: bool
+    ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        solved = reward >= task.reward_ceiling
+        if len(reward) == 0:
+            return self.null_score, solved, reward, length
+        mean = float(np.mean(reward))
+        return (mean - task.reward_floor) / (task.reward_ceiling - task.reward_floor), solved, reward, length
 
 
 def _mean_of_all(episode_scores: Mapping[str, Sequence[Sequence[float]]]) -> float:
@@ -577,30 +622,3 @@ def benchmark_aggregate_score(
         env_trials_submitted=submitted,
     )
 
-
-#: Names that moved to :mod:`palaestra.benchmarks.runs` (old name -> new name there).
-_MOVED_TO_RUNS = {
-    "score_benchmark_run": "score_benchmark_run",
-    "benchmark_score_from_local": "benchmark_score_from_local",
-    "find_training_dirs": "training_directories",
-}
-
-
-def __getattr__(name: str) -> Any:
-    """The deprecated names: ``EvaluationScore`` is :class:`TaskScores` (the scoreboard's wire
-    protocol has an ``EvaluationScore`` of its own), and the whole-run entry points moved to
-    :mod:`palaestra.benchmarks.runs` (which imports this module, hence the late import)."""
-    if name == "EvaluationScore":
-        new: Any = TaskScores
-        where = "palaestra.benchmarks.scoring.TaskScores"
-    elif name in _MOVED_TO_RUNS:
-        from palaestra.benchmarks import runs
-
-        new = getattr(runs, _MOVED_TO_RUNS[name])
-        where = f"palaestra.benchmarks.runs.{_MOVED_TO_RUNS[name]}"
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"palaestra.benchmarks.scoring.{name} is deprecated: use {where}", DeprecationWarning, stacklevel=2
-    )
-    return new

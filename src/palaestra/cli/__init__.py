@@ -37,6 +37,9 @@ COMMAND_MODULES = (
     "upload",
     "import_",
     "benchmark",
+    "match",
+    "anchors",
+    "ratings",
     "demo",
 )
 

@@ -130,7 +130,9 @@ def _fmt(value: float | None, digits: int = 3) -> str:
 
 
 def _print_score(result: dict[str, Any]) -> None:
-    rows = [["task", "trials", "floor", "ceiling", "budget", "trial scores", "mean", "solved"]]
+    normalised = result["statistics"].get("normalisation")
+    floor, ceiling = ("random", "human") if normalised else ("floor", "ceiling")
+    rows = [["task", "trials", floor, ceiling, "budget", "trial scores", "mean", "solved"]]
     for task in result["tasks"]:
         budget = []
         if task["max_timesteps"]:
@@ -171,8 +173,34 @@ def _print_score(result: dict[str, Any]) -> None:
             if name in stats:
                 s = stats[name]
                 print(f"  {label:<24} {_fmt(s['value'])}  [{_fmt(s['low'])}, {_fmt(s['high'])}]")
+    if normalised:
+        print(
+            f"  scores are human-normalised (0 = random play, 1 = human) with the {normalised['table']} "
+            f"v{normalised['version']} table: {normalised['citation']}"
+        )
+    _print_profile(stats.get("profile"))
     for skipped in result.get("skipped", []):
         print(f"  (not scored: {os.path.relpath(skipped)}, an env outside the benchmark)")
+
+
+#: The thresholds at which ``benchmark score`` prints the performance profile (the JSON has all).
+PROFILE_PRINTED_TAUS = (0.0, 0.25, 0.5, 0.75, 1.0, 2.0, 4.0, 8.0)
+
+
+def _print_profile(profile: dict[str, Any] | None) -> None:
+    """A few points of the performance profile: the fraction of runs scoring above tau, with its band."""
+    if not profile:
+        return
+    taus = profile["taus"]
+    print("  performance profile      fraction of runs scoring above tau [95% CI]:")
+    for tau in PROFILE_PRINTED_TAUS:
+        i = min(range(len(taus)), key=lambda j: abs(taus[j] - tau))
+        if abs(taus[i] - tau) > 1e-9:
+            continue  # not a threshold of this profile
+        print(
+            f"    tau = {taus[i]:<5g}              {_fmt(profile['fraction'][i])}  "
+            f"[{_fmt(profile['low'][i])}, {_fmt(profile['high'][i])}]"
+        )
 
 
 def _list(args: argparse.Namespace) -> int:

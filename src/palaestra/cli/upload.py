@@ -1,9 +1,11 @@
-"""``palaestra upload DIR [--algorithm ID] [--writeup URL] [--benchmark ID] [--server URL] [--json]``."""
+"""``palaestra upload DIR [--algorithm ID] [--writeup URL] [--benchmark ID] [--server URL] [--json]
+[--dry-run] [--no-provenance]``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from palaestra.errors import ConfigurationError
@@ -14,7 +16,8 @@ def register(subparsers: Any) -> None:
         "upload",
         help="upload a training directory to a scoreboard server",
         description="Upload a training directory (or, with --benchmark, a directory of runs) to a palaestra "
-        "scoreboard server. Prints the web page's URL, then the evaluation (or benchmark run) id on the last "
+        "scoreboard server; or a match folder (palaestra match), whose games the server replays and checks "
+        "before adding them to the ladder of their rules. Prints the web page's URL, then the evaluation (or benchmark run) id on the last "
         "line. Running it again after a failure never makes a second evaluation.",
         epilog="The server and API key come from --server / $PALAESTRA_SERVER / $OPENAI_GYM_API_BASE and "
         "$PALAESTRA_API_KEY / $OPENAI_GYM_API_KEY, else from 'palaestra login'.",
@@ -38,6 +41,17 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--skip-videos", action="store_true", help="upload the episode statistics only")
     parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be sent (the evaluation, its episodes and videos, the run's provenance) "
+        "as JSON, and send nothing",
+    )
+    parser.add_argument(
+        "--no-provenance",
+        action="store_true",
+        help="do not send what the Monitor recorded of the run (git commit, command line, env arguments, seeds)",
+    )
+    parser.add_argument(
         "--json",
         action="store_true",
         help='print {"id", "object", "web_url"} of what was made as JSON, for scripts',
@@ -57,10 +71,49 @@ def _parse_tags(text: str | None) -> dict[str, Any] | None:
     return tags
 
 
+def _dry_run(args: argparse.Namespace, tags: dict[str, Any] | None) -> int:
+    """What ``palaestra upload`` would send, without a server or a key."""
+    from palaestra.scoreboard.client.preparation import prepare_benchmark_run, prepare_training_directory
+
+    send = not args.no_provenance
+    prepared = (
+        prepare_benchmark_run(args.directory, args.benchmark, args.skip_videos, send)
+        if args.benchmark
+        else [prepare_training_directory(args.directory, args.skip_videos, send)]
+    )
+    evaluations = [
+        {
+            "directory": p.training_dir,
+            "env": p.env_id,
+            "algorithm": args.algorithm,
+            "writeup": args.writeup,
+            "gym_version": p.env_info.get("gym_version"),
+            "episodes": p.episodes,
+            "episode_batch_bytes": len(p.batch or b""),
+            "videos": [os.path.basename(v) for v, _ in p.videos],
+            "provenance": p.provenance.model_dump(mode="json", exclude_none=True) if p.provenance else None,
+        }
+        for p in prepared
+    ]
+    document: dict[str, Any] = {"dry_run": True, "evaluations": evaluations}
+    if args.benchmark:
+        document["benchmark_run"] = {
+            "benchmark_id": args.benchmark,
+            "algorithm_id": args.algorithm,
+            "tags": tags,
+        }
+    print(json.dumps(document, indent=2))
+    return 0
+
+
 def _upload(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
 
     tags = _parse_tags(args.tags)
+    if os.path.isfile(os.path.join(args.directory, "match.json")):
+        return _dry_run_match(args) if args.dry_run else _upload_match(args)
+    if args.dry_run:
+        return _dry_run(args, tags)
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
         result = client.upload(
             args.directory,
@@ -69,10 +122,36 @@ def _upload(args: argparse.Namespace) -> int:
             tags=tags,
             benchmark_id=args.benchmark,
             skip_videos=args.skip_videos,
+            send_provenance=not args.no_provenance,
         )
     if args.json:
         print(json.dumps({"id": result.id, "object": result.object, "web_url": result.web_url}))
     else:
         print(result.web_url)
         print(result.id)
+    return 0
+
+
+def _dry_run_match(args: argparse.Namespace) -> int:
+    """What ``palaestra upload`` would send of a match folder, without a server or a key."""
+    from palaestra.ladder.match import read_match
+
+    document = read_match(args.directory)
+    games = [str(entry.get("file", "")) for entry in document.get("games", [])]
+    print(json.dumps({"dry_run": True, "match": document, "games": games}, indent=2))
+    return 0
+
+
+def _upload_match(args: argparse.Namespace) -> int:
+    """A match folder (``palaestra match``): its games go to the ladder of their rules."""
+    from palaestra.scoreboard.client import ScoreboardClient
+
+    with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
+        match = client.upload_match(args.directory)
+    if args.json:
+        print(json.dumps({"id": match.id, "object": match.object, "web_url": match.web_url}))
+    else:
+        print(f"{len(match.games)} games checked and added to the ladder {match.ladder}")
+        print(match.web_url)
+        print(match.id)
     return 0

@@ -26,6 +26,10 @@ STATS_SUFFIX = ".stats.json"
 #: that a killed process loses nothing; the 2017 loader never looks at it.
 JOURNAL_SUFFIX = ".journal"
 VIDEO_META_SUFFIX = ".meta.json"
+#: palaestra's provenance document (what ran: code, arguments, seeds; :mod:`.provenance`). gym 0.9.4's
+#: ``load_results`` reads only ``openaigym.manifest.*``, so it never sees it.
+PROVENANCE_PREFIX = f"{FILE_PREFIX}.provenance."
+PROVENANCE_SUFFIX = ".json"
 
 #: Names the 2017 upload client (and so the scoreboard) accepts inside a video archive.
 VIDEO_NAME_RE = re.compile(r"^[\w.-]+\.(mp4|avi|json)$")
@@ -41,6 +45,19 @@ def manifest_name(infix: str) -> str:
 
 def stats_name(infix: str) -> str:
     return f"{FILE_PREFIX}.episode_batch.{infix}{STATS_SUFFIX}"
+
+
+def provenance_name(infix: str) -> str:
+    return f"{PROVENANCE_PREFIX}{infix}{PROVENANCE_SUFFIX}"
+
+
+def detect_provenance_files(directory: str | os.PathLike[str]) -> list[str]:
+    """Paths of the provenance documents in ``directory``, sorted."""
+    return sorted(
+        os.path.join(directory, name)
+        for name in os.listdir(directory)
+        if name.startswith(PROVENANCE_PREFIX) and name.endswith(PROVENANCE_SUFFIX)
+    )
 
 
 def journal_path(stats_path: str | os.PathLike[str]) -> str:

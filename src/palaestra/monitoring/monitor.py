@@ -15,7 +15,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Protocol, SupportsFloat
 
 import gymnasium
@@ -25,6 +25,7 @@ from palaestra._version import __version__
 from palaestra.envs.headless import announce_mujoco_backend
 from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import files
+from palaestra.monitoring.provenance import ProvenanceRecorder
 from palaestra.monitoring.schedules import VideoSchedule, capped_cubic_video_schedule, disable_videos
 from palaestra.monitoring.stats import StatsRecorder
 
@@ -170,6 +171,11 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             needed for safety, since completed episodes are journaled as they end).
         uid: the second part of the file infix ``{monitor_id}.{uid}`` (default: the process id).
         mode: ``'training'`` (episode type ``'t'``, the default) or ``'evaluation'`` (``'e'``).
+        config: the run's hyperparameters, recorded with its provenance (and shown on the scoreboard).
+        provenance: record what ran (git commit, command line, packages, machine, env arguments, the
+            seed of every reset) in ``openaigym.provenance.{infix}.json``; ``False`` records nothing.
+        provenance_omit: sections (``"git"``, ``"command"``, ``"system"``, ``"packages"``, ``"env"``,
+            ``"seeds"``, ``"config"``) or single fields (``"system.host"``) to leave out.
 
     Closing the Monitor writes the final stats and manifest and closes the wrapped environment.
 
@@ -194,6 +200,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         write_upon_reset: bool = False,
         uid: str | None = None,
         mode: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        provenance: bool = True,
+        provenance_omit: Collection[str] = (),
     ) -> None:
         super().__init__(env)
         self.enabled = False
@@ -217,6 +226,11 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         )
         self.stats_recorder.type = episode_type
         self.manifest_path = os.path.join(self.directory, files.manifest_name(self.file_infix))
+        self._provenance = (
+            ProvenanceRecorder(self.directory, self.file_infix, env, env.spec, config, provenance_omit)
+            if provenance
+            else None
+        )
         self._video_mode = self._choose_video_mode()
         self._recorder: Any = None
         self._episode_steps = 0
@@ -289,6 +303,8 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         self._close_video_recorder()
         if not self._started:
             self._start_files()
+        if self._provenance is not None:
+            self._provenance.reset(seed)
         obs, info = self.env.reset(seed=seed, options=options)
         self._episode_steps = 0
         self._episode_reward = 0.0
@@ -313,6 +329,8 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             if self._started:
                 self.stats_recorder.close()
                 self._write_manifest()
+                if self._provenance is not None:
+                    self._provenance.close()
         finally:
             _registry.unregister(self._monitor_id)
         # Debug, not info: close() also runs on the way out of a crash, where "finished" would mislead,
@@ -390,7 +408,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         from palaestra.monitoring.video import VideoRecorder
 
         base_path = os.path.join(self.directory, files.video_base_name(self.file_infix, self.episode_id))
-        self._recorder = VideoRecorder(self.env, base_path=base_path, metadata={"episode_id": self.episode_id})
+        self._recorder = VideoRecorder(
+            self.env, base_path=base_path, metadata={"episode_id": self.episode_id}
+        )
         self._recorder.capture_frame()
         self._set_step(self._step_recording)
 
@@ -415,7 +435,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             )
 
     def _write_manifest(self) -> None:
-        document = files.manifest_document(os.path.basename(self.stats_recorder.path), self.videos, self.env_info)
+        document = files.manifest_document(
+            os.path.basename(self.stats_recorder.path), self.videos, self.env_info
+        )
         files.atomic_write_json(self.manifest_path, document)
 
     def _flush(self) -> None:
@@ -431,6 +453,9 @@ def vector_env_fns(
     resume: bool = False,
     mode: str | None = None,
     uid: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    provenance: bool = True,
+    provenance_omit: Collection[str] = (),
 ) -> list[Callable[[], Monitor[Any, Any]]]:
     """Wrap each sub-environment of a vector env in its own Monitor writing into one directory.
 
@@ -440,7 +465,8 @@ def vector_env_fns(
 
     The ``force``/``resume`` rules are applied once, here, in the calling process; each sub-env then
     gets a distinct uid ``{uid or pid}-{index}``, so the manifests never collide, and
-    ``load_results`` merges them. Works for ``SyncVectorEnv`` and ``AsyncVectorEnv``::
+    ``load_results`` merges them (and ``load_provenance`` their provenance files, seeds tagged with
+    their ``source``). Works for ``SyncVectorEnv`` and ``AsyncVectorEnv``::
 
         fns = palaestra.monitoring.vector_env_fns([lambda: gym.make("CartPole-v1")] * 4, "runs/cp")
         envs = gymnasium.vector.AsyncVectorEnv(fns)
@@ -450,7 +476,17 @@ def vector_env_fns(
 
     def make(index: int, env_fn: Callable[[], gymnasium.Env[Any, Any]]) -> Callable[[], Monitor[Any, Any]]:
         def thunk() -> Monitor[Any, Any]:
-            return Monitor(env_fn(), path, video_callable=video_callable, resume=True, uid=f"{base}-{index}", mode=mode)
+            return Monitor(
+                env_fn(),
+                path,
+                video_callable=video_callable,
+                resume=True,
+                uid=f"{base}-{index}",
+                mode=mode,
+                config=config,
+                provenance=provenance,
+                provenance_omit=provenance_omit,
+            )
 
         return thunk
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,7 @@ from palaestra.monitoring.monitor import (
     prepare_directory,
     video_mode_for,
 )
+from palaestra.monitoring.provenance import ProvenanceRecorder
 from palaestra.monitoring.schedules import VideoSchedule, disable_videos
 from palaestra.monitoring.stats import VectorStatsRecorder
 
@@ -60,7 +61,8 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
     Args:
         env: a ``gymnasium.vector.VectorEnv`` (``gym.make_vec``, ``SyncVectorEnv``, ``AsyncVectorEnv``,
             a natively vectorised env), in any autoreset mode.
-        directory, video_callable, force, resume, write_upon_reset, uid, mode: as for
+        directory, video_callable, force, resume, write_upon_reset, uid, mode, config, provenance,
+            provenance_omit: as for
             :class:`palaestra.Monitor`; ``video_callable`` is applied to each recorded
             sub-environment's own episode ids.
         video_envs: the sub-environments whose episodes get videos (default: sub-environment 0).
@@ -84,6 +86,9 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         uid: str | None = None,
         mode: str | None = None,
         video_envs: Sequence[int] = (0,),
+        config: Mapping[str, Any] | None = None,
+        provenance: bool = True,
+        provenance_omit: Collection[str] = (),
     ) -> None:
         super().__init__(env)
         self.enabled = False
@@ -109,6 +114,13 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         self._journal_path = os.path.join(self.directory, journal_name)
         self.manifest_paths = [os.path.join(self.directory, files.manifest_name(infix)) for infix in infixes]
         self._infixes = infixes
+        self._provenance = (
+            ProvenanceRecorder(
+                self.directory, self.file_infix, env, _vector_spec(env), config, provenance_omit, n
+            )
+            if provenance
+            else None
+        )
         # Per sub-environment: the running episode's return, and the vector step it started after
         # (its length is ``_steps - _starts``: one Python increment a step instead of a numpy one).
         self._returns = np.zeros(n)
@@ -263,6 +275,8 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         mask = _reset_mask(options, self.num_envs)  # read first: the vector env pops it
         if not self._started:
             self._start_files()
+        if self._provenance is not None:
+            self._provenance.reset(seed)
         lengths = self._steps - self._starts
         abandoned = (lengths > 0 if mask is None else (lengths > 0) & mask).nonzero()[0]
         self.stats_recorder.record_abandoned(abandoned, lengths[abandoned])
@@ -311,6 +325,8 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
             if self._started:
                 self.stats_recorder.close()
                 self._write_manifests()
+                if self._provenance is not None:
+                    self._provenance.close()
         finally:
             _registry.unregister(self._monitor_id)
         logger.info(

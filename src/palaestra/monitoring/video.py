@@ -6,28 +6,18 @@
     blocking: what the pipe does not take at once waits in a small pool of reused buffers
     (``queue_bytes``, 16 MiB by default) and goes out with the next frames, so the environment loop
     only waits when ffmpeg is behind by more than that pool, and memory stays flat in the episode
-    length. (A writer thread was measured too: its GIL hand-offs cost the env loop more CPU than
-    the non-blocking writes, and it adds nothing ffmpeg's own input buffering does not.) ffmpeg
+    length (a writer thread was measured too, and cost more: see docs/video.md). ffmpeg
     starts lazily at the first frame; it is the binary of the ``imageio-ffmpeg`` package, else the
     system ``ffmpeg`` (``$PALAESTRA_FFMPEG`` or the ``ffmpeg`` argument overrides both). The output
     is what a browser's ``<video>`` element plays: H.264 (libx264), ``yuv420p``, ``-movflags
     +faststart`` (the ``moov`` atom before ``mdat``), and odd frame sizes padded to even ones
     (``pad=ceil(iw/2)*2:ceil(ih/2)*2``), since 4:2:0 needs even sizes.
 
-    Encoder settings, chosen by measurement (``bench/video.py`` and the raw-frame sweeps behind it,
-    2-core machine): ``-preset ultrafast -crf 23 -x264-params
-    cabac=1:8x8dct=1:partitions=i8x8,i4x4:aq-mode=1``, and ``-threads`` = CPUs - 1. The environment
-    loop (CartPole's pygame rendering: about 3.5 ms a frame) and ffmpeg share two cores, so ffmpeg
-    must encode a frame in less CPU time than the env takes to render one, or the env waits. Per
-    600x400 frame, ffmpeg's RGB to YUV conversion alone costs about 1 ms; plain ``ultrafast`` adds
-    about 1.5 ms, ``superfast`` about 2.5 ms (more than the env has to spare), ``medium`` (what moviepy,
-    and so ``RecordVideo``, uses) more still. Plain ``ultrafast`` files, though, are 2.3x (CartPole) to
-    4.2x (Acrobot) the size of ``medium``'s. Turning four cheap tools back on (CABAC, the 8x8
-    transform, intra 8x8/4x4 partitions, variance adaptive quantisation) brings them to 1.5x
-    (CartPole), 1.8x (MountainCar) and 2.6x (Acrobot), as small as ``superfast``'s, for no more CPU
-    than plain ``ultrafast``; SSIM and PSNR against the source are the same as ``medium``'s to three
-    digits. CRF 23 is x264's default quality, the one RecordVideo gets. These ``x264_params`` apply to
-    the ``ultrafast`` preset only; another ``preset`` gets x264's own settings.
+    Encoder settings: ``-preset ultrafast -crf 23 -x264-params
+    cabac=1:8x8dct=1:partitions=i8x8,i4x4:aq-mode=1`` and ``-threads`` = CPUs - 1, chosen by
+    measurement (``bench/video.py``; the reasoning and the figures are in docs/video.md, "How the
+    encoder settings were chosen"). The ``x264_params`` apply to the ``ultrafast`` preset only;
+    another ``preset`` gets x264's own settings.
 
 ``ansi`` environments
     Text frames become the 2017 JSON recording (content type ``video/vnd.openai.ansivid``, the

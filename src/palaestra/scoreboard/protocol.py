@@ -45,6 +45,7 @@ except ImportError:  # a client-only install: the json module does the same, slo
     orjson = None  # type: ignore[assignment]
 
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4, VIDEO_META_NAME_RE, VIDEO_NAME_RE
+from palaestra.scoreboard.provenance_wire import Provenance
 
 # --------------------------------------------------------------------------------------------------
 # Constants
@@ -95,6 +96,8 @@ ID_PREFIX = {
     "algorithm": "alg_",
     "request": "req_",
     "api_key": "key_",
+    "ladder_match": "match_",
+    "ladder_game": "game_",
 }
 
 #: Error ``type`` meaning "no particular parameter" (the 2017 client maps it to ``param=None``).
@@ -116,7 +119,9 @@ def check_writeup(url: str) -> str:
     """A writeup is a web page: an ``http(s)://`` URL (2017: a Gist). Raises ``ValueError`` otherwise."""
     parsed = urlsplit(url.strip())
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError(f"writeup must be an http(s) URL, such as https://gist.github.com/you/1234, not {url!r}")
+        raise ValueError(
+            f"writeup must be an http(s) URL, such as https://gist.github.com/you/1234, not {url!r}"
+        )
     return url.strip()
 
 
@@ -262,6 +267,8 @@ class EvaluationCreate(Request):
     benchmark_run_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     writeup: WriteupURL | None = None
     gym_version: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    #: what ran (palaestra's Monitor records it; the 2017 client sends none): provenance_wire.py
+    provenance: Provenance | None = None
 
 
 class EvaluationScore(Response):
@@ -290,6 +297,25 @@ class EvaluationScore(Response):
     solved: bool = False
 
 
+class HumanNormalisedScore(Response):
+    """An Atari evaluation's mean score, human-normalised: ``(raw - random) / (human - random)``.
+
+    ``raw`` is the stored mean named by ``of`` (``evaluation_mean``: the evaluation episodes'; else
+    ``mean``: the best ``trials``-episode window's; else ``episodes_mean``: every training episode's);
+    ``random`` and ``human`` are ``game``'s scores in table ``table`` version ``version``
+    (:mod:`palaestra.benchmarks.normalisation`). Computed when read, never stored.
+    """
+
+    value: float
+    raw: float
+    of: str
+    game: str
+    random: float
+    human: float
+    table: str
+    version: int
+
+
 class VideoSummary(Response):
     """One video of an evaluation (the server keeps where its bytes are besides)."""
 
@@ -315,9 +341,16 @@ class EvaluationObject(Response):
     training_video: str | None = None
     owner: str | None = None
     score: EvaluationScore | None = None
+    #: Atari games of the default table only (None for every other env, and without a mean)
+    human_normalised: HumanNormalisedScore | None = None
     videos: list[VideoSummary] = Field(default_factory=list)
     created: Timestamp | None = None
     web_url: str | None = None
+    #: what ran, as uploaded and validated by :class:`Provenance` (None: not recorded, as for every
+    #: 2017 upload); a plain object here, so that a client reads what a newer server adds
+    provenance: dict[str, Any] | None = None
+    #: the evaluation protocol derived from it (palaestra.scoreboard.server.conditions)
+    conditions: dict[str, Any] | None = None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -746,6 +779,7 @@ __all__ = [
     "FileObject",
     "GroupObject",
     "HealthObject",
+    "HumanNormalisedScore",
     "JSONInputError",
     "ListPage",
     "ListParams",

@@ -28,28 +28,11 @@
  * board after each move: a point with an empty neighbour is legal (unless it is the ko point), and a
  * point surrounded by stones looks at the chains around it.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include "_boardcore.h"
 
-#define EMPTY 0
-#define BLACK 1
-#define WHITE 2
 #define GUARD 3
-#define MAX_SIZE 25
 #define MAX_SIDE (MAX_SIZE + 2)
 #define MAX_POINTS (MAX_SIDE * MAX_SIDE)
-
-/* Return codes of play_random(): the game ended after the agent's move; or after the reply r, as
- * ENDED_AFTER_REPLY - r. */
-#define ENDED_AFTER_MOVE (-1)
-#define ENDED_AFTER_REPLY (-2)
-/* Events of step_random() on a board: the agent resigned, chose an illegal move, or the game ended. */
-#define STEP_RESIGNED 1
-#define STEP_ILLEGAL 2
-#define STEP_ENDED 3
 
 static uint64_t zobrist[MAX_POINTS][2];
 
@@ -105,6 +88,21 @@ typedef struct {
     int16_t column_of[MAX_SIZE * MAX_SIZE + 2]; /* engine action -> its column in the legal row */
     int16_t neighbours[MAX_POINTS][4];
 } GoBoards;
+
+#define CORE_TYPE GoBoards
+#define CORE_GAME "Go"
+#define CORE_REPLIES(g) ((g)->cells + 1) /* the points and pass */
+#define CORE_DOC_PLAY                                                                                       \
+    "play(board, action) -> over: a legal engine action for the player to move (ValueError if it is not);\n" \
+    "the legal row (of the next player) and the planes updated. True when the game is over."
+#define CORE_DOC_PLAY_RANDOM                                                                                \
+    "play_random(board, action, draw) -> reply: play(board, action), then the random opponent's reply, the\n" \
+    "int(draw() * n)-th of the n legal engine actions in engine order (draw() is called only if the game\n"  \
+    "goes on). The reply; -1 if the game ended with the action, -2 - reply if it ended with the reply."
+#define CORE_DOC_STEP_RANDOM                                                                                \
+    "step_random(actions, over, draws, replies, stop_at_illegal) -> events: one step of every board\n"         \
+    "against the random opponent, in 2017 gym actions (rows flipped from the engine's). " CORE_DOC_STEP_LISTS
+#include "_boardcore_methods.h"
 
 /* -- the set of positions seen ---------------------------------------------------------------- */
 static int positions_init(PositionSet *set) {
@@ -163,9 +161,11 @@ static inline long flip_rows(const GoBoards *g, long action) {
     return (g->n - 1 - action / g->n) * g->n + action % g->n;
 }
 
-static inline float *planes_of(GoBoards *g, int b) { return (float *)g->planes.buf + (Py_ssize_t)b * g->stride; }
+static long engine_action(const GoBoards *g, long action) { return flip_rows(g, action); }
 
-static inline uint8_t *row_of(GoBoards *g, int b) { return (uint8_t *)g->legal.buf + (Py_ssize_t)b * g->width; }
+static int legal_column(const GoBoards *g, long action) { return g->column_of[action]; }
+
+static int board_over(const GoBoards *g, int b) { return g->boards[b].over; }
 
 static void set_stone(GoBoards *g, int b, int p, int color) {
     Board *board = &g->boards[b];
@@ -415,164 +415,6 @@ static int play(GoBoards *g, int b, long action) {
 }
 
 /* -- the Python type ----------------------------------------------------------------------------- */
-static int board_index(GoBoards *g, PyObject *arg, int *b) {
-    long value = PyLong_AsLong(arg);
-    if (value == -1 && PyErr_Occurred()) return 0;
-    if (value < 0 || value >= g->num_boards) {
-        PyErr_Format(PyExc_IndexError, "board %ld out of range (%d boards)", value, g->num_boards);
-        return 0;
-    }
-    *b = (int)value;
-    return 1;
-}
-
-static PyObject *GoBoards_reset(GoBoards *g, PyObject *arg) {
-    int b;
-    if (!board_index(g, arg, &b)) return NULL;
-    clear_board(g, b);
-    Py_RETURN_NONE;
-}
-
-static PyObject *GoBoards_play(GoBoards *g, PyObject *const *args, Py_ssize_t nargs) {
-    int b;
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "play(board, action) takes 2 arguments");
-        return NULL;
-    }
-    if (!board_index(g, args[0], &b)) return NULL;
-    long action = PyLong_AsLong(args[1]);
-    if (action == -1 && PyErr_Occurred()) return NULL;
-    int count = play(g, b, action);
-    if (count < 0) return NULL;
-    return PyBool_FromLong(count == 0);
-}
-
-/* The random opponent's reply on board b, whose player to move has `count` legal actions: as it
- * picks from OpenSpiel's legal_actions(), the int(draw() * count)-th of them in engine order. -1
- * with a Python error set if draw() fails. */
-static long random_reply(GoBoards *g, int b, int count, PyObject *draw) {
-    PyObject *drawn = PyObject_CallNoArgs(draw);
-    if (drawn == NULL) return -1;
-    double r = PyFloat_AsDouble(drawn);
-    if (r == -1.0 && PyErr_Occurred()) {
-        Py_DECREF(drawn);
-        return -1;
-    }
-    long k = (long)(r * (double)count);
-    if (!(r >= 0.0) || k >= count) {
-        PyErr_Format(PyExc_ValueError, "draw() returned %R, not a float in [0, 1)", drawn);
-        Py_DECREF(drawn);
-        return -1;
-    }
-    Py_DECREF(drawn);
-    const uint8_t *row = row_of(g, b);
-    long reply = 0;
-    for (; reply <= g->cells; reply++)
-        if (row[g->column_of[reply]] && k-- == 0) break;
-    return reply;
-}
-
-static PyObject *GoBoards_play_random(GoBoards *g, PyObject *const *args, Py_ssize_t nargs) {
-    int b;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "play_random(board, action, draw) takes 3 arguments");
-        return NULL;
-    }
-    if (!board_index(g, args[0], &b)) return NULL;
-    long action = PyLong_AsLong(args[1]);
-    if (action == -1 && PyErr_Occurred()) return NULL;
-    int count = play(g, b, action);
-    if (count < 0) return NULL;
-    if (count == 0) return PyLong_FromLong(ENDED_AFTER_MOVE);
-    long reply = random_reply(g, b, count, args[2]);
-    if (reply < 0) return NULL;
-    int next = play(g, b, reply);
-    if (next < 0) return NULL;
-    return PyLong_FromLong(next == 0 ? ENDED_AFTER_REPLY - reply : reply);
-}
-
-static int append_event(PyObject *events, int b, int event) {
-    PyObject *pair = Py_BuildValue("(ii)", b, event);
-    if (pair == NULL) return -1;
-    int failed = PyList_Append(events, pair);
-    Py_DECREF(pair);
-    return failed;
-}
-
-static PyObject *GoBoards_step_random(GoBoards *g, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "step_random(actions, over, draws, replies, stop_at_illegal) takes 5 arguments");
-        return NULL;
-    }
-    PyObject *actions = args[0], *over = args[1], *draws = args[2], *replies = args[3];
-    int stop_at_illegal = PyObject_IsTrue(args[4]);
-    if (stop_at_illegal < 0) return NULL;
-    if (!PyList_CheckExact(actions) || !PyList_CheckExact(over) || !PyList_CheckExact(draws) ||
-        !PyList_CheckExact(replies) || PyList_GET_SIZE(actions) != g->num_boards ||
-        PyList_GET_SIZE(over) != g->num_boards || PyList_GET_SIZE(draws) != g->num_boards ||
-        PyList_GET_SIZE(replies) != g->num_boards) {
-        PyErr_Format(PyExc_TypeError, "step_random: actions, over, draws and replies must be lists of %d items",
-                     g->num_boards);
-        return NULL;
-    }
-    PyObject *events = PyList_New(0);
-    if (events == NULL) return NULL;
-    const long resign = g->width - 1;
-    for (int b = 0; b < g->num_boards; b++) {
-        if (PyList_GET_ITEM(over, b) == Py_True) continue;
-        long action = PyLong_AsLong(PyList_GET_ITEM(actions, b));
-        if (action == -1 && PyErr_Occurred()) goto fail;
-        if (action < 0 || action > resign) {
-            PyErr_Format(PyExc_ValueError, "step_random: %ld is not a Go action", action);
-            goto fail;
-        }
-        long column = flip_rows(g, action);
-        if (column == resign || !row_of(g, b)[g->column_of[column]]) {
-            int illegal = column != resign;
-            if (append_event(events, b, illegal ? STEP_ILLEGAL : STEP_RESIGNED) < 0) goto fail;
-            if (illegal && stop_at_illegal) break;
-            continue;
-        }
-        int count = play(g, b, column);
-        if (count < 0) goto fail;
-        if (count == 0) {
-            if (append_event(events, b, STEP_ENDED) < 0) goto fail;
-            continue;
-        }
-        long reply = random_reply(g, b, count, PyList_GET_ITEM(draws, b));
-        if (reply < 0) goto fail;
-        int next = play(g, b, reply);
-        if (next < 0) goto fail;
-        PyObject *env_reply = PyLong_FromLong(flip_rows(g, reply));
-        if (env_reply == NULL) goto fail;
-        PyObject *old = PyList_GET_ITEM(replies, b);
-        PyList_SET_ITEM(replies, b, env_reply);
-        Py_DECREF(old);
-        if (next == 0 && append_event(events, b, STEP_ENDED) < 0) goto fail;
-    }
-    return events;
-fail:
-    Py_DECREF(events);
-    return NULL;
-}
-
-static PyObject *GoBoards_history(GoBoards *g, PyObject *arg) {
-    int b;
-    if (!board_index(g, arg, &b)) return NULL;
-    const Board *board = &g->boards[b];
-    PyObject *history = PyList_New(board->moves);
-    if (history == NULL) return NULL;
-    for (int i = 0; i < board->moves; i++) {
-        PyObject *action = PyLong_FromLong(board->history[i]);
-        if (action == NULL) {
-            Py_DECREF(history);
-            return NULL;
-        }
-        PyList_SET_ITEM(history, i, action);
-    }
-    return history;
-}
-
 static PyObject *GoBoards_end_reason(GoBoards *g, PyObject *arg) {
     int b;
     if (!board_index(g, arg, &b)) return NULL;
@@ -590,18 +432,6 @@ static PyObject *GoBoards_superko(GoBoards *g, PyObject *arg) {
     int b;
     if (!board_index(g, arg, &b)) return NULL;
     return PyBool_FromLong(g->boards[b].over && g->boards[b].superko);
-}
-
-static PyObject *GoBoards_is_over(GoBoards *g, PyObject *arg) {
-    int b;
-    if (!board_index(g, arg, &b)) return NULL;
-    return PyBool_FromLong(g->boards[b].over);
-}
-
-static PyObject *GoBoards_to_play(GoBoards *g, PyObject *arg) {
-    int b;
-    if (!board_index(g, arg, &b)) return NULL;
-    return PyLong_FromLong(g->boards[b].to_play - 1);
 }
 
 /* Lays out a board's per-point arrays in one block, the widest first (each stays aligned). */
@@ -637,8 +467,7 @@ static void GoBoards_dealloc(GoBoards *g) {
         }
         free(g->boards);
     }
-    if (g->has_legal) PyBuffer_Release(&g->legal);
-    if (g->has_planes) PyBuffer_Release(&g->planes);
+    release_buffers(g);
     Py_TYPE(g)->tp_free((PyObject *)g);
 }
 
@@ -665,24 +494,9 @@ static int GoBoards_init(GoBoards *g, PyObject *args, PyObject *kwargs) {
     g->side = n + 2;
     g->width = g->cells + 2;
     g->max_moves = max_moves;
-    g->stride = stride;
     g->column_of[g->cells] = (int16_t)g->cells;         /* pass */
     g->column_of[g->cells + 1] = (int16_t)(g->cells + 1); /* resign */
-    if (PyObject_GetBuffer(legal, &g->legal, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) return -1;
-    g->has_legal = 1;
-    if (PyObject_GetBuffer(planes, &g->planes, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    g->has_planes = 1;
-    if (g->legal.len < (Py_ssize_t)num_boards * g->width) {
-        PyErr_Format(PyExc_ValueError, "legal: need %d bytes, one row of %d per board", num_boards * g->width,
-                     g->width);
-        return -1;
-    }
-    if (g->planes.itemsize != 4 || strcmp(g->planes.format, "f") != 0 || stride < 3 * g->cells ||
-        g->planes.len < (Py_ssize_t)4 * ((num_boards - 1) * stride + 3 * g->cells)) {
-        PyErr_SetString(PyExc_ValueError,
-                        "planes: need a float32 buffer of num_boards rows of planes_stride >= 3 * N * N floats");
-        return -1;
-    }
+    if (!take_buffers(g, legal, planes, stride)) return -1;
     for (int p = 0; p < MAX_POINTS; p++) g->cell_of[p] = -1;
     for (int a = 0; a < g->cells; a++) {
         int p = (a / n + 1) * g->side + a % n + 1;
@@ -710,31 +524,12 @@ static int GoBoards_init(GoBoards *g, PyObject *args, PyObject *kwargs) {
 }
 
 static PyMethodDef GoBoards_methods[] = {
-    {"reset", (PyCFunction)GoBoards_reset, METH_O,
-     "reset(board): an empty board, black to play; its legal row and planes rewritten."},
-    {"play", (PyCFunction)(void (*)(void))GoBoards_play, METH_FASTCALL,
-     "play(board, action) -> over: a legal engine action for the player to move (ValueError if it is not);\n"
-     "the legal row (of the next player) and the planes updated. True when the game is over."},
-    {"play_random", (PyCFunction)(void (*)(void))GoBoards_play_random, METH_FASTCALL,
-     "play_random(board, action, draw) -> reply: play(board, action), then the random opponent's reply, the\n"
-     "int(draw() * n)-th of the n legal engine actions in engine order (draw() is called only if the game\n"
-     "goes on). The reply; -1 if the game ended with the action, -2 - reply if it ended with the reply."},
-    {"step_random", (PyCFunction)(void (*)(void))GoBoards_step_random, METH_FASTCALL,
-     "step_random(actions, over, draws, replies, stop_at_illegal) -> events: one step of every board\n"
-     "against the random opponent, in 2017 gym actions (rows flipped from the engine's). Lists of one item\n"
-     "per board: the agent's actions; whether the board is to be left alone (True); the opponents'\n"
-     "draw() callables; the replies (set to the opponent's action where it replied, else left). The\n"
-     "events, in board order: (board, STEP_RESIGNED or STEP_ILLEGAL), where nothing was played, and\n"
-     "(board, STEP_ENDED), where the game ended with the agent's move or the reply. With stop_at_illegal\n"
-     "the boards after the first illegal action are left alone."},
-    {"history", (PyCFunction)GoBoards_history, METH_O, "history(board) -> the engine actions played."},
+    CORE_METHODS,
     {"end_reason", (PyCFunction)GoBoards_end_reason, METH_O,
      "end_reason(board) -> 'two passes', 'move limit', 'superko' (as GoGame.end_reason), None before the end."},
     {"superko", (PyCFunction)GoBoards_superko, METH_O,
      "superko(board) -> whether the game ended by repeating a position (which OpenSpiel scores as a draw, even\n"
      "when its last move also reached the move limit)."},
-    {"is_over", (PyCFunction)GoBoards_is_over, METH_O, "is_over(board) -> whether the game on the board is over."},
-    {"to_play", (PyCFunction)GoBoards_to_play, METH_O, "to_play(board) -> 0 (black) or 1 (white)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -768,22 +563,5 @@ PyMODINIT_FUNC PyInit__goboard(void) {
             z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
             zobrist[p][c] = z ^ (z >> 31);
         }
-    if (PyType_Ready(&GoBoardsType) < 0) return NULL;
-    PyObject *module = PyModule_Create(&goboard_module);
-    if (module == NULL) return NULL;
-    Py_INCREF(&GoBoardsType);
-    if (PyModule_AddObject(module, "GoBoards", (PyObject *)&GoBoardsType) < 0) {
-        Py_DECREF(&GoBoardsType);
-        Py_DECREF(module);
-        return NULL;
-    }
-    if (PyModule_AddIntConstant(module, "ENDED_AFTER_MOVE", ENDED_AFTER_MOVE) < 0 ||
-        PyModule_AddIntConstant(module, "ENDED_AFTER_REPLY", ENDED_AFTER_REPLY) < 0 ||
-        PyModule_AddIntConstant(module, "STEP_RESIGNED", STEP_RESIGNED) < 0 ||
-        PyModule_AddIntConstant(module, "STEP_ILLEGAL", STEP_ILLEGAL) < 0 ||
-        PyModule_AddIntConstant(module, "STEP_ENDED", STEP_ENDED) < 0) {
-        Py_DECREF(module);
-        return NULL;
-    }
-    return module;
+    return create_core_module(&goboard_module, &GoBoardsType, "GoBoards");
 }

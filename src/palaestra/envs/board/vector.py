@@ -13,32 +13,21 @@ Every board's observation planes and legal moves live in arrays allocated once. 
 one ``bytearray`` of B rows in OpenSpiel's action order (Go's board core: the env's) plus a resign
 column, which the per-board loop reads (is the agent's move legal?) and writes, and numpy views as a
 (B, columns) array: ``info["action_mask"]`` is a copy of it in env-action order, one numpy call per
-step. What a step updates, measured by ``bench/board_games.py``:
+step. How a step is played:
 
-* Hex against the random opponent, without the swap rule: palaestra's Hex board core
-  (``_hexboard.c``) plays the whole batch in one call, as Go's below: per board the agent's move and
-  the opponent's reply (the same draw from the board's generator as ``RandomOpponent``'s: the
-  ``int(draw() * n)``-th of the ``n`` empty cells), each writing only its cell in the legal row and the
-  planes (a Hex move changes nothing else) and joining it to its neighbours of its colour to find the
-  game's end. OpenSpiel is not called on the way (tests/envs/test_hex_core.py plays the env with and
-  without the core side by side). Without the core (not built, ``PALAESTRA_HEX_CORE=0``, a 1x1
-  board): the same cells written from Python, the engine applying the moves and listing the empty
-  cells for the reply. bench/board_games.py at 64 boards: see docs/board-games.md.
-* Go against the random opponent: palaestra's Go board core (``_goboard.c``, a C extension built by
-  setup.py) plays the whole batch in one call: per board the agent's move, the opponent's reply (the
-  same draw from the board's generator as the single env's), the captures, the ko point, the legal
-  row and the planes, both kept in env order so that the batch's mask and observations are plain
-  copies. OpenSpiel, whose C++ engine the core reimplements (tests/envs/test_go_core.py plays both
-  side by side and compares every move), is not called on the way: a board's engine state is rebuilt
-  from the core's moves when it is needed (``render()``), and a finished game is scored from the
-  core's planes as OpenSpiel scores it. Asking the engine instead costs two legal-move sets per board
-  step, as raw OpenSpiel pays, plus the mask and the planes (that path, kept where the core is not
-  built or ``PALAESTRA_GO_CORE=0``, ran at 0.45-0.52x raw OpenSpiel's moves/s at 64 boards).
-  bench/board_games.py on a 2-core machine shared with other work: 0.80-1.71x raw OpenSpiel's
-  moves/s at 64 boards over 8 runs under a load of 4-14 (median 1.3x), 1.61-1.76x over 3 runs under 3
-  (the single env: 0.71-1.04x, median 0.85x; 1.15-1.44x).
-  Below about 16 boards the per-step numpy work of ``step()`` and the agent dominates.
+* Go, and Hex without the swap rule, against the random opponent: the game's board core
+  (``_goboard.c``, ``_hexboard.c``, C extensions built by setup.py) plays the whole batch in one call:
+  per board the agent's move and the opponent's reply (the same draw from the board's generator as
+  ``RandomOpponent``'s), writing the legal row and the planes in place (Go in env order, so that the
+  batch's mask and observations are plain copies). OpenSpiel is not called on the way: a board's
+  engine state is rebuilt from the core's moves when it is needed (``render()``), and a finished Go
+  game is scored from the core's planes as OpenSpiel scores it. Without a core (not built,
+  ``PALAESTRA_GO_CORE=0`` / ``PALAESTRA_HEX_CORE=0``, a 1x1 Hex board) the engine applies the moves
+  and lists the legal ones, and the same rows are written from Python.
 * Any other opponent, or Hex with the swap rule: the single env's general path, board by board.
+
+The speed of each path against raw OpenSpiel (``bench/board_games.py``) is in docs/board-games.md,
+"Speed: the board cores".
 
 Autoreset: ``NEXT_STEP`` (the default: a board whose game ended is reset by the next step, which
 ignores its action and returns the new game, reward 0), ``SAME_STEP`` (reset in the same step; the

@@ -3,6 +3,9 @@
 - :func:`prepare_training_directory`: the episode batch (the 2017 document, validated with the
   protocol's schema) and the videos to send (broken or empty recordings skipped with a warning, at
   most ``MAX_VIDEOS`` evenly spaced); a missing file is an error naming it.
+  The directory's provenance (what ran, :mod:`palaestra.monitoring.provenance`) goes with it,
+  checked with the protocol's schema; one that does not pass is left out with a warning naming the
+  field (the episodes matter more).
 - :func:`prepare_benchmark_run`: every directory of a benchmark run, in the order it is scored.
 - :func:`write_archive`: the 2017 video archive (a tar.gz of the videos, their ``.meta.json`` files and
   ``manifest.json``), written to a temporary file by :func:`temporary_archive` when it has to go up.
@@ -33,6 +36,7 @@ from palaestra.benchmarks.runs import training_directories
 from palaestra.errors import Error, MonitorError, ResultsError, UnregisteredBenchmark
 from palaestra.monitoring import files as monitor_files
 from palaestra.monitoring.monitor import open_monitors
+from palaestra.monitoring.provenance import load_provenance
 from palaestra.monitoring.results import load_env_info_from_manifests, load_results
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.keys import idempotency_key, sha256_file
@@ -42,6 +46,7 @@ __all__ = [
     "PreparedDirectory",
     "check_benchmark",
     "check_open_monitors",
+    "checked_provenance",
     "prepare_benchmark_run",
     "prepare_training_directory",
     "subsample_videos",
@@ -64,6 +69,8 @@ class PreparedDirectory:
     #: the ``(video, metadata)`` paths that go into the archive (at most ``MAX_VIDEOS``)
     videos: list[tuple[str, str]] = field(default_factory=list)
     episodes: int = 0
+    #: what ran, as the server will get it (None: not recorded, or not sent)
+    provenance: protocol.Provenance | None = None
 
     @property
     def env_id(self) -> str:
@@ -162,8 +169,29 @@ def subsample_videos(
     return [videos[i] for i in indices]
 
 
+def checked_provenance(directory: str) -> protocol.Provenance | None:
+    """The directory's provenance as the protocol's schema reads it; None (with a warning naming the
+    field) when it does not pass, or when no Monitor recorded one."""
+    document = load_provenance(directory)
+    if document is None:
+        return None
+    try:
+        return protocol.Provenance.model_validate(document)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "(the document)"
+        logger.warning(
+            "Not sending the provenance of %s: its field %s is invalid (%s). The episodes are uploaded "
+            "without it.",
+            directory,
+            where,
+            first.get("msg"),
+        )
+        return None
+
+
 def prepare_training_directory(
-    training_dir: str | os.PathLike[str], skip_videos: bool = False
+    training_dir: str | os.PathLike[str], skip_videos: bool = False, send_provenance: bool = True
 ) -> PreparedDirectory:
     """Load and check one training directory; raises :class:`ResultsError` naming what is wrong."""
     directory = os.path.abspath(os.fspath(training_dir))
@@ -194,11 +222,15 @@ def prepare_training_directory(
             "completed episodes, so there is nothing to score. Record with palaestra.Monitor(env, directory) "
             "and run some episodes to completion before uploading."
         )
-    return PreparedDirectory(directory, env_info, batch, videos, episodes)
+    provenance = checked_provenance(directory) if send_provenance else None
+    return PreparedDirectory(directory, env_info, batch, videos, episodes, provenance)
 
 
 def prepare_benchmark_run(
-    training_dir: str | os.PathLike[str], benchmark_id: str, skip_videos: bool = False
+    training_dir: str | os.PathLike[str],
+    benchmark_id: str,
+    skip_videos: bool = False,
+    send_provenance: bool = True,
 ) -> list[PreparedDirectory]:
     """Every training directory of a benchmark run, checked, in the order the run is scored
     (:func:`palaestra.benchmarks.runs.training_directories`)."""
@@ -210,8 +242,10 @@ def prepare_benchmark_run(
         load_env_info_from_manifests(monitor_files.detect_training_manifests(d), d)["env_id"]
         for d in directories
     ]
-    check_benchmark(benchmark_id, env_ids, os.fspath(training_dir), [os.path.relpath(d, root) for d in directories])
-    return [prepare_training_directory(d, skip_videos=skip_videos) for d in directories]
+    check_benchmark(
+        benchmark_id, env_ids, os.fspath(training_dir), [os.path.relpath(d, root) for d in directories]
+    )
+    return [prepare_training_directory(d, skip_videos, send_provenance) for d in directories]
 
 
 def check_benchmark(

@@ -24,7 +24,7 @@ from urllib.parse import quote, urljoin
 import httpx
 
 from palaestra.errors import APIError, ConfigurationError, InvalidRequestError
-from palaestra.scoreboard import protocol
+from palaestra.scoreboard import ladder_protocol, protocol
 from palaestra.scoreboard.client.config import (
     check_api_key,
     normalize_server,
@@ -138,6 +138,21 @@ class ScoreboardClient:
     ) -> protocol.EvaluationObject:
         return self.http.call(
             protocol.EvaluationObject, "POST", _v1("evaluations"), body=body, idempotency_key=idempotency_key
+        )
+
+    def upload_match(self, folder: str | Path) -> ladder_protocol.MatchObject:
+        """Upload a match folder (``palaestra match``'s): the server replays and checks every game,
+        and stores all of them or, naming the first game at fault, none."""
+        from palaestra.ladder.match import read_match
+
+        document = read_match(folder)
+        games = {}
+        for entry in document.get("games", []):
+            name = str(entry.get("file", ""))
+            games[name] = (Path(folder) / name).read_text(encoding="utf-8")
+        body = ladder_protocol.MatchUpload(match=document, games=games)
+        return self.http.call(
+            ladder_protocol.MatchObject, "POST", protocol.API_PREFIX + ladder_protocol.LADDER_MATCHES_PATH, body=body
         )
 
     def retrieve_evaluation(self, evaluation_id: str) -> protocol.EvaluationObject:
@@ -281,6 +296,7 @@ class ScoreboardClient:
         benchmark_id: str | None = None,
         ignore_open_monitors: bool = False,
         skip_videos: bool = False,
+        send_provenance: bool = True,
     ) -> UploadResult:
         """Upload a training directory (see :func:`upload`); what was made, and its page."""
         if writeup is not None:
@@ -290,13 +306,19 @@ class ScoreboardClient:
                 raise ConfigurationError(str(e)) from None
         if benchmark_id:
             return self.upload_benchmark(
-                training_dir, benchmark_id, algorithm_id, tags, ignore_open_monitors, skip_videos
+                training_dir,
+                benchmark_id,
+                algorithm_id,
+                tags,
+                ignore_open_monitors,
+                skip_videos,
+                send_provenance,
             )
         if tags is not None:
             logger.warning("Tags are NOT uploaded for evaluation submissions (only for benchmark runs).")
         if not ignore_open_monitors:
             check_open_monitors()
-        prepared = prepare_training_directory(training_dir, skip_videos=skip_videos)
+        prepared = prepare_training_directory(training_dir, skip_videos, send_provenance)
         evaluation = self.upload_prepared(prepared, algorithm_id, writeup)
         result = UploadResult(evaluation.id, self.web_url(evaluation))
         _banner(
@@ -313,12 +335,13 @@ class ScoreboardClient:
         tags: dict[str, Any] | None = None,
         ignore_open_monitors: bool = False,
         skip_videos: bool = False,
+        send_provenance: bool = True,
     ) -> UploadResult:
         """Upload every sub-directory with manifests as one evaluation of one benchmark run, in the order
         the run is scored; commit the run."""
         if not ignore_open_monitors:
             check_open_monitors()
-        prepared = prepare_benchmark_run(training_dir, benchmark_id, skip_videos)
+        prepared = prepare_benchmark_run(training_dir, benchmark_id, skip_videos, send_provenance)
         body = protocol.BenchmarkRunCreate(
             benchmark_id=benchmark_id, algorithm_id=algorithm_id, tags=tags or {}
         )
@@ -369,6 +392,7 @@ class ScoreboardClient:
             benchmark_run_id=benchmark_run_id,
             writeup=writeup,
             gym_version=prepared.env_info.get("gym_version"),
+            provenance=prepared.provenance,
         )
         key = idempotency_key("evaluation", body.model_dump(mode="json", exclude_none=True))
         logger.info("[%s] Creating evaluation object from %s", prepared.env_id, prepared.training_dir)
@@ -417,6 +441,7 @@ def upload(
     ignore_open_monitors: bool = False,
     skip_videos: bool = False,
     server: str | None = None,
+    send_provenance: bool = True,
 ) -> str:
     """Upload a training directory to the scoreboard; returns the evaluation id (or benchmark-run id).
 
@@ -431,6 +456,8 @@ def upload(
         ignore_open_monitors: skip the check that no Monitor of this process is still open.
         skip_videos: upload the episode statistics only.
         server: base URL (default: ``$PALAESTRA_SERVER``, ``$OPENAI_GYM_API_BASE``, ``palaestra login``).
+        send_provenance: send what the Monitor recorded of the run (git commit, command line, env
+            arguments, seeds; docs/provenance.md). ``palaestra upload --dry-run`` shows it.
 
     Safe to call again after a crash or a failed network: the same directory and parameters give the
     same evaluation, never a second one. Logs the web page's URL at INFO level
@@ -445,6 +472,7 @@ def upload(
             benchmark_id=benchmark_id,
             ignore_open_monitors=ignore_open_monitors,
             skip_videos=skip_videos,
+            send_provenance=send_provenance,
         )
     return result.id
 

@@ -297,8 +297,7 @@ def permanent_connection_problem(error: Exception, server: str) -> str | None:
         )
     plain = "http://" + server.removeprefix("https://")
     return (
-        f"TLS handshake with {server} failed ({cause.reason or cause}): is the server plain HTTP? "
-        f"try {plain}"
+        f"TLS handshake with {server} failed ({cause.reason or cause}): is the server plain HTTP? try {plain}"
     )
 
 

@@ -108,7 +108,9 @@ def authenticate(db: Database, name: str, password: str) -> SignedIn | None:
 
     hasher = _hasher()
     with db.read() as session:
-        row = session.execute(sa.select(User.seq, User.name, User.password_hash).where(User.name == name)).first()
+        row = session.execute(
+            sa.select(User.seq, User.name, User.password_hash).where(User.name == name)
+        ).first()
     stored = row.password_hash if row is not None and row.password_hash else None
     try:
         hasher.verify(stored or _decoy_hash(), password)  # type: ignore[attr-defined]
@@ -179,7 +181,10 @@ def create_invite(db: Database, name: str, ttl_s: int) -> str:
             raise ConfigurationError(f"No user {name!r}: create it with `palaestra users create {name}`.")
         session.add(
             Invite(
-                token_hash=_token_hash(token), user_seq=user_seq, created=now, expires=now + timedelta(seconds=ttl_s)
+                token_hash=_token_hash(token),
+                user_seq=user_seq,
+                created=now,
+                expires=now + timedelta(seconds=ttl_s),
             )
         )
     return token

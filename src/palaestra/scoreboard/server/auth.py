@@ -120,7 +120,12 @@ def list_keys(db: Database) -> list[KeyInfo]:
     with db.read() as session:
         rows = session.execute(
             sa.select(
-                User.name, ApiKey.id, ApiKey.prefix, ApiKey.created, ApiKey.revoked, User.password_hash.is_not(None)
+                User.name,
+                ApiKey.id,
+                ApiKey.prefix,
+                ApiKey.created,
+                ApiKey.revoked,
+                User.password_hash.is_not(None),
             )
             .join(ApiKey, ApiKey.user_seq == User.seq, isouter=True)
             .order_by(User.name, ApiKey.created)

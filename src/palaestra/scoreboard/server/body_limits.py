@@ -18,6 +18,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from palaestra.scoreboard.ladder_protocol import LADDER_MATCHES_PATH, MAX_MATCH_BODY_BYTES
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.problems import Problem, error_response
@@ -31,12 +32,16 @@ MAX_JSON_BODY_BYTES = 256 * 1024
 FORM_OVERHEAD_BYTES = 64 * 1024
 
 _UPLOADS = f"{API_PREFIX}/uploads/"
+#: A match upload carries its game records in its JSON body (palaestra.scoreboard.ladder_protocol).
+_LADDER_MATCHES = f"{API_PREFIX}{LADDER_MATCHES_PATH}"
 
 
 def body_limit(config: ServerConfig, path: str) -> int:
     """The most bytes a request to ``path`` may send."""
     if path.startswith(_UPLOADS):
         return max(config.max_episode_batch_bytes, config.max_video_archive_bytes) + FORM_OVERHEAD_BYTES
+    if path == _LADDER_MATCHES:
+        return MAX_MATCH_BODY_BYTES
     return MAX_JSON_BODY_BYTES
 
 

@@ -202,7 +202,9 @@ def resolve_config(
     inline = env.get(ENV_INLINE_HANDLERS, "").strip().lower()
     if "inline_handlers" not in extra and inline:
         if inline not in ("0", "1", "auto"):
-            raise ConfigurationError(f"{ENV_INLINE_HANDLERS} must be 1, 0 or auto, not {env[ENV_INLINE_HANDLERS]!r}")
+            raise ConfigurationError(
+                f"{ENV_INLINE_HANDLERS} must be 1, 0 or auto, not {env[ENV_INLINE_HANDLERS]!r}"
+            )
         extra["inline_handlers"] = None if inline == "auto" else inline == "1"
     for old_name, new_name in RENAMED_ENV.items():
         if env.get(old_name):

@@ -242,6 +242,7 @@ class Evaluation(Base):
         sa.Index("ix_evaluations_user_seq", "user_seq", "seq"),
         sa.Index("ix_evaluations_algorithm_seq", "algorithm_seq", "seq"),
         sa.Index("ix_evaluations_benchmark_run", "benchmark_run_seq"),
+        sa.Index("ix_evaluations_env_conditions", "env_id", "conditions_key", "seq"),
     )
 
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
@@ -284,6 +285,11 @@ class Evaluation(Base):
     #: [{name, metadata_name, episode_id, content_type, size, key, metadata_key}, ...]
     videos: Mapped[list[Any]] = mapped_column(default=list)
     created: Mapped[datetime] = mapped_column(default=utcnow)
+    #: what ran, as uploaded (provenance_wire.Provenance), and the conditions card derived from it
+    #: (server/conditions.py); ``conditions_key`` NULL: not recorded (a 2017 upload)
+    provenance: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    conditions: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    conditions_key: Mapped[str | None] = mapped_column(sa.String(16), default=None)
 
 
 class EnvStats(Base):

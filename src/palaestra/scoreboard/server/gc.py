@@ -136,7 +136,9 @@ class PeriodicGc:
     """:func:`collect` every ``interval_s`` seconds in a background thread of the server (one line
     logged per run that removed something; a failed run is logged in one line and retried later)."""
 
-    def __init__(self, db: Database, store: BlobStore, interval_s: float, grace_s: float, ttl_s: float) -> None:
+    def __init__(
+        self, db: Database, store: BlobStore, interval_s: float, grace_s: float, ttl_s: float
+    ) -> None:
         self._args = (db, store)
         self._interval, self._grace, self._ttl = interval_s, grace_s, ttl_s
         self._stop = threading.Event()
@@ -155,7 +157,9 @@ class PeriodicGc:
             try:
                 report = collect(*self._args, grace_s=self._grace, idempotency_ttl_s=self._ttl)
             except Exception as e:
-                logger.warning("Periodic gc failed (%s: %s); it runs again in %d s", type(e).__name__, e, self._interval)
+                logger.warning(
+                    "Periodic gc failed (%s: %s); it runs again in %d s", type(e).__name__, e, self._interval
+                )
                 continue
             if any((report.orphaned_blobs, report.temporary_files, report.expired_pending_files,
                     report.expired_idempotency_keys)):  # fmt: skip

@@ -488,9 +488,13 @@ def score_batch(
     """Score an evaluation's episodes against its env's ``trials`` and ``reward_threshold``, by the
     registry of the gym that recorded it (:func:`palaestra.catalogue.solving_criteria`)."""
     entry = catalogue.lookup(env_id) if env_id else None
-    trials, threshold = catalogue.solving_criteria(env_id, gym_version) if env_id else (solved_stats.DEFAULT_TRIALS, None)
+    trials, threshold = (
+        catalogue.solving_criteria(env_id, gym_version) if env_id else (solved_stats.DEFAULT_TRIALS, None)
+    )
     if batch is None:
-        stats = solved_stats.score_from_merged([], [], None, [], None, trials=trials, reward_threshold=threshold)
+        stats = solved_stats.score_from_merged(
+            [], [], None, [], None, trials=trials, reward_threshold=threshold
+        )
         graph = None
     else:
         stats = solved_stats.score_from_merged(

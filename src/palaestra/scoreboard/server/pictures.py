@@ -127,7 +127,9 @@ def _ffmpeg_output(input_args: list[str], output_args: list[str], stdin: bytes |
     """What ffmpeg writes to stdout, or None if it fails (an encoder this build lacks, a broken video)."""
     command = [ffmpeg_binary(), "-nostats", "-hide_banner", "-loglevel", "error", *input_args, *output_args]
     try:
-        done = subprocess.run(command, input=stdin, capture_output=True, timeout=FFMPEG_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            command, input=stdin, capture_output=True, timeout=FFMPEG_TIMEOUT_S, check=False
+        )
     except (OSError, subprocess.SubprocessError) as e:
         logger.warning("ffmpeg failed to make a picture: %s", e)
         return None

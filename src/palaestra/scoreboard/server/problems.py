@@ -177,12 +177,19 @@ def install(app: FastAPI) -> None:
         if which is not None:
             # one line, no traceback: the cause is known, and a full disk fails every request alike
             logger.error(
-                "Storage full (%s) in %s %s (%s): %s", which, request.method, request.url.path, request_id(request), exc
+                "Storage full (%s) in %s %s (%s): %s",
+                which,
+                request.method,
+                request.url.path,
+                request_id(request),
+                exc,
             )
             return error_response(request, 507, storage_full_detail(which))
         if isinstance(exc, sa.exc.DataError):
             reason = str(exc.orig or exc).strip().splitlines()[0]
-            return error_response(request, 400, f"The request holds a value the server cannot store: {reason}.")
+            return error_response(
+                request, 400, f"The request holds a value the server cannot store: {reason}."
+            )
         raise exc
 
     app.add_exception_handler(OSError, _storage_fault)

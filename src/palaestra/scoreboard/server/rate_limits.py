@@ -84,7 +84,9 @@ def check_new_file(state: ServerState, user_seq: int) -> None:
             params = {"user_seq": user_seq, "since": since}
             recent = int(conn.execute(_RECENT_FILES, params).scalar_one())
             if recent >= config.uploads_per_hour:
-                nth = conn.execute(_NTH_RECENT_FILE, {**params, "n": recent - config.uploads_per_hour}).scalar()
+                nth = conn.execute(
+                    _NTH_RECENT_FILE, {**params, "n": recent - config.uploads_per_hour}
+                ).scalar()
                 wait = (nth - since).total_seconds() if nth is not None else UPLOAD_WINDOW_S
                 raise too_many(
                     f"Too many uploads: this server accepts {config.uploads_per_hour} files per user and "

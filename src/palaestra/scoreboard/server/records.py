@@ -5,8 +5,14 @@ the ``/v1`` API and by the web pages alike (so the two cannot disagree).
   the blob keys of the video and its metadata); ingest writes it, everyone else reads it.
 - :class:`AlgorithmRecord`: an algorithm and its owner.
 - :class:`EvaluationRecord`: an evaluation with its algorithm (its own, else its benchmark run's: the
-  2017 client names the algorithm on the run only), owner, run, "solved" statistics and videos.
+  2017 client names the algorithm on the run only), owner, run, "solved" statistics and videos, and
+  for an Atari game its human-normalised score (:func:`human_normalised_of`).
   :func:`evaluation_select` is its one query, :func:`evaluation_record` builds it from a row.
+- Which evaluations belong to an algorithm, the one rule (its own evaluations, and those of its
+  benchmark runs that name no algorithm of their own): :func:`of_algorithm` for one algorithm,
+  :func:`algorithm_of_evaluations` for all of them at once, and ``RunAlgorithm`` in
+  :func:`evaluation_select` (an evaluation shows its own algorithm, else its run's). The ``/v1``
+  filter, the algorithms index and the algorithm page all use these.
 
 Each record renders itself as its :mod:`~palaestra.scoreboard.protocol` object (``to_object``); the
 pages render the record itself.
@@ -23,8 +29,10 @@ import sqlalchemy as sa
 from sqlalchemy.orm import aliased
 
 from palaestra import catalogue
+from palaestra.benchmarks import normalisation
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server.conditions import derive_conditions
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
 
 __all__ = [
@@ -33,8 +41,11 @@ __all__ = [
     "EvaluationRecord",
     "RunAlgorithm",
     "StoredVideo",
+    "algorithm_of_evaluations",
     "evaluation_record",
     "evaluation_select",
+    "human_normalised_of",
+    "of_algorithm",
     "score_of",
 ]
 
@@ -157,6 +168,27 @@ def score_of(row: Any) -> protocol.EvaluationScore:
     return protocol.EvaluationScore(**{name: getattr(row, name) for name in SCORE_FIELDS})
 
 
+#: The stored means a human-normalised score is computed from, in order of preference: the
+#: evaluation episodes' (what Atari papers report), the best window's, every training episode's.
+NORMALISED_MEANS = ("evaluation_mean", "mean", "episodes_mean")
+
+
+def human_normalised_of(
+    env_id: str | None, score: protocol.EvaluationScore
+) -> protocol.HumanNormalisedScore | None:
+    """An Atari evaluation's first stored mean of :data:`NORMALISED_MEANS`, human-normalised with the
+    default table; ``None`` for other envs, games outside the table, or no mean."""
+    for field in NORMALISED_MEANS:
+        value = getattr(score, field)
+        if value is None:
+            continue
+        found = normalisation.human_normalised(env_id, value)
+        if found is None:
+            return None
+        return protocol.HumanNormalisedScore(of=field, **found.to_dict())
+    return None
+
+
 @dataclass(frozen=True)
 class EvaluationRecord:
     id: str
@@ -179,6 +211,12 @@ class EvaluationRecord:
     episode_batch_key: str | None
     #: its sha256, checked when it is read (None: not recorded)
     episode_batch_sha256: str | None = None
+    #: an Atari game's mean, human-normalised (computed from ``score``, not stored)
+    human_normalised: protocol.HumanNormalisedScore | None = None
+    #: what ran, as uploaded (None: not recorded) and its conditions card (server/conditions.py)
+    provenance: dict[str, Any] | None = None
+    conditions: dict[str, Any] | None = None
+    conditions_key: str | None = None
 
     @classmethod
     def of(
@@ -187,6 +225,7 @@ class EvaluationRecord:
         """From an ``evaluations`` row (or the values just inserted as one), the algorithm it shows, the
         id of its benchmark run and its owner's name."""
         entry = catalogue.lookup(evaluation.env_id) if evaluation.env_id else None
+        score = score_of(evaluation)
         return cls(
             id=evaluation.id,
             env_id=evaluation.env_id,
@@ -199,11 +238,15 @@ class EvaluationRecord:
             training_episode_batch=evaluation.training_episode_batch,
             training_video=evaluation.training_video,
             owner=owner,
-            score=score_of(evaluation),
+            score=score,
             videos=stored_videos(evaluation.videos),
             created=evaluation.created,
             episode_batch_key=evaluation.episode_batch_key,
             episode_batch_sha256=evaluation.episode_batch_sha256,
+            human_normalised=human_normalised_of(evaluation.env_id, score),
+            provenance=evaluation.provenance,
+            conditions=evaluation.conditions or derive_conditions(evaluation.env_id or "", None),
+            conditions_key=evaluation.conditions_key,
         )
 
     def to_object(self, base_url: str) -> protocol.EvaluationObject:
@@ -220,9 +263,12 @@ class EvaluationRecord:
             training_video=self.training_video,
             owner=self.owner,
             score=self.score,
+            human_normalised=self.human_normalised,
             videos=[v.summary() for v in self.videos],
             created=self.created,
             web_url=f"{base_url}{protocol.evaluation_web_path(self.id)}",
+            provenance=self.provenance,
+            conditions=self.conditions,
         )
 
 
@@ -245,3 +291,30 @@ def evaluation_record(row: Any) -> EvaluationRecord:
     """The record of one row of :func:`evaluation_select`."""
     evaluation, own_algorithm, run_algorithm, run_id, owner = row
     return EvaluationRecord.of(evaluation, own_algorithm or run_algorithm, run_id, owner)
+
+
+# -- which evaluations belong to an algorithm ----------------------------------------------------------
+def of_algorithm(algorithm_seq: int) -> Any:
+    """The condition on ``Evaluation`` that it belongs to the algorithm ``algorithm_seq``: it names that
+    algorithm, or it names none and belongs to a benchmark run of that algorithm (the 2017 client names
+    the algorithm on the run only). An evaluation that names another algorithm belongs to that one, even
+    in this algorithm's run: each evaluation belongs to one algorithm at most."""
+    runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_seq)
+    return sa.or_(
+        Evaluation.algorithm_seq == algorithm_seq,
+        sa.and_(Evaluation.algorithm_seq.is_(None), Evaluation.benchmark_run_seq.in_(runs)),
+    )
+
+
+def algorithm_of_evaluations() -> Any:
+    """``(algorithm_seq, env_id, seq)`` of every evaluation that belongs to an algorithm, by the rule of
+    :func:`of_algorithm`, as a subquery (for counting per algorithm)."""
+    own = sa.select(
+        Evaluation.algorithm_seq.label("algorithm_seq"), Evaluation.env_id.label("env_id"), Evaluation.seq.label("seq")
+    ).where(Evaluation.algorithm_seq.is_not(None))
+    via_run = (
+        sa.select(BenchmarkRun.algorithm_seq, Evaluation.env_id, Evaluation.seq)
+        .join(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
+        .where(Evaluation.algorithm_seq.is_(None), BenchmarkRun.algorithm_seq.is_not(None))
+    )
+    return sa.union_all(own, via_run).subquery()

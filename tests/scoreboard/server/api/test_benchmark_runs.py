@@ -73,3 +73,33 @@ def test_an_evaluation_of_a_run_shows_the_runs_algorithm_in_the_api_and_on_its_p
         assert [e["id"] for e in listed] == [ev["id"]]
     page = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}").text
     assert f'<a href="/algorithms/{algorithm["id"]}">{name}</a>' in page
+
+
+def test_an_evaluation_belongs_to_its_own_algorithm_even_in_another_algorithms_run(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    """One rule for every reader: the /v1 filter, the algorithm page and the algorithms index agree."""
+    tag = uuid.uuid4().hex[:6]
+    run_name, own_name = f"run-{tag}", f"own-{tag}"
+    with scoreboard_server.client() as c:
+        run = c.post("/v1/benchmark_runs", json={"benchmark_id": "Anything-v0", "algorithm_id": run_name}).json()
+        run_algorithm = run["algorithm"]
+        own = c.post("/v1/algorithms", json={"name": own_name}).json()
+        ev = upload_evaluation(c, "CartPole-v1", make_batch(3), benchmark_run_id=run["id"], algorithm={"id": own["id"]})
+        plain = upload_evaluation(c, "CartPole-v1", make_batch(3), benchmark_run_id=run["id"], algorithm={})
+        assert ev["algorithm"]["id"] == own["id"] and plain["algorithm"]["id"] == run_algorithm["id"]
+
+        def listed(algorithm_id: str) -> list[str]:
+            rows = c.get("/v1/evaluations", params={"algorithm": algorithm_id}).json()["data"]
+            return sorted(e["id"] for e in rows)
+
+        assert listed(own["id"]) == [ev["id"]]
+        assert listed(run_algorithm["id"]) == [plain["id"]]
+    own_page = httpx.get(f"{scoreboard_server.url}/algorithms/{own['id']}").text
+    run_page = httpx.get(f"{scoreboard_server.url}/algorithms/{run_algorithm['id']}").text
+    assert f"/evaluations/{ev['id']}" in own_page and f"/evaluations/{plain['id']}" not in own_page
+    assert f"/evaluations/{plain['id']}" in run_page and f"/evaluations/{ev['id']}" not in run_page
+    index = httpx.get(f"{scoreboard_server.url}/algorithms", params={"sort": "recent"}).text
+    for algorithm_id in (own["id"], run_algorithm["id"]):  # one evaluation each
+        row = index[index.index(f'/algorithms/{algorithm_id}"') :].split("</tr>", 1)[0]
+        assert ">1<" in row.replace(" ", ""), row

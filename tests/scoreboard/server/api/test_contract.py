@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -59,7 +60,29 @@ class Contract:
         return doc
 
 
-def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: ScoreboardServer) -> None:
+def _ladder_routes(api: Contract, folder: Path) -> None:
+    """The ladder routes, with a quick Hex match (random against a small MCTS)."""
+    from palaestra.ladder.match import MatchRules, play_match, read_match
+    from palaestra.ladder.players import parse_player
+    from palaestra.scoreboard import ladder_protocol as lp
+
+    play_match(MatchRules("Hex9x9-v0", "Hex", 9), parse_player("mcts:5"), parse_player("random"), 2, folder / "m")
+    document = read_match(folder / "m")
+    games = {g["file"]: (folder / "m" / g["file"]).read_text() for g in document["games"]}
+    match = api.call("POST", "/v1/ladder_matches", lp.MatchObject, 201, json={"match": document, "games": games})
+    api.call("GET", "/v1/ladder_matches/{match_id}", lp.MatchObject, path={"match_id": match["id"]})
+    game = match["games"][0]
+    api.call("GET", "/v1/ladder_games/{game_id}", lp.GameObject, path={"game_id": game["id"]})
+    record = api.client.get(f"/v1/ladder_games/{game['id']}/record")
+    assert record.status_code == 200 and json.loads(record.content)["moves"] == game["moves"]
+    api.called.add(("GET", "/v1/ladder_games/{game_id}/record"))
+    api.call("GET", "/v1/ladders", protocol.ListPage[lp.LadderObject])
+    ladder = {"ladder": match["ladder"]}
+    api.call("GET", "/v1/ladders/{ladder}/ratings", lp.RatingsObject, path=ladder)
+    api.call("GET", "/v1/ladders/{ladder}/players/{name}", lp.PlayerObject, path={**ladder, "name": "random"})
+
+
+def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: ScoreboardServer, tmp_path: Path) -> None:
     routes = httpx.get(f"{scoreboard_server.url}/openapi.json").json()["paths"]
     operations = {(m.upper(), p) for p, ops in routes.items() if p.startswith("/v1") for m in ops}
     with scoreboard_server.client() as c:
@@ -101,6 +124,8 @@ def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: Score
         api.call("GET", "/v1/envs", protocol.ListPage[protocol.EnvObject])
         api.call("GET", "/v1/envs/{env_id}", protocol.EnvObject, path={"env_id": "CartPole-v0"})
         api.call("GET", "/v1/groups", protocol.ListPage[protocol.GroupObject])
+
+        _ladder_routes(api, tmp_path)
 
         # errors, from the handlers (404, 409), validation (400) and authentication (401)
         api.call("GET", "/v1/evaluations/{evaluation_id}", protocol.ErrorBody, 404, path={"evaluation_id": "eval_no"})

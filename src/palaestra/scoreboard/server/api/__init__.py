@@ -11,6 +11,7 @@ The route table, one router per resource:
 ``/v1/benchmark_runs`` (+ ``/commit``)  :mod:`.benchmark_runs`
 ``/v1/algorithms``                     :mod:`.algorithms`
 ``/v1/envs``, ``/v1/groups``           :mod:`.envs`
+``/v1/ladders``, ``/v1/ladder_matches``, ``/v1/ladder_games``  :mod:`.ladders` (board-game ladders)
 =====================================  =========================================================
 
 Shared pieces: :mod:`.deps` (``Annotated`` dependencies: ``State``, ``CurrentUser``, ``ListQuery``),
@@ -31,6 +32,7 @@ from palaestra.scoreboard.server.api import (
     evaluations,
     files,
     health,
+    ladders,
     uploads,
 )
 
@@ -38,7 +40,7 @@ __all__ = ["ROUTERS", "include"]
 
 #: The resources' routers, in the order of the route table above.
 ROUTERS: tuple[APIRouter, ...] = tuple(
-    resource.router for resource in (health, files, uploads, evaluations, benchmark_runs, algorithms, envs)
+    resource.router for resource in (health, files, uploads, evaluations, benchmark_runs, algorithms, envs, ladders)
 )
 
 

@@ -26,7 +26,15 @@ from palaestra.scoreboard.server.deps import get_state
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.state import ServerState
 
-__all__ = ["CurrentUser", "ListQuery", "ListRequest", "State", "add_request_bodies", "json_body", "query_params"]
+__all__ = [
+    "CurrentUser",
+    "ListQuery",
+    "ListRequest",
+    "State",
+    "add_request_bodies",
+    "json_body",
+    "query_params",
+]
 
 State = Annotated[ServerState, Depends(get_state)]
 CurrentUser = Annotated[Principal, Depends(require_user)]

@@ -33,6 +33,7 @@ from palaestra.scoreboard.server.api.files import load_files, own_file
 from palaestra.scoreboard.server.api.idempotency import REPLAYED_HEADER, Idempotency
 from palaestra.scoreboard.server.api.uploads import ingest_remote
 from palaestra.scoreboard.server.auth import Principal
+from palaestra.scoreboard.server.conditions import conditions_key, derive_conditions
 from palaestra.scoreboard.server.db import (
     Algorithm,
     BenchmarkRun,
@@ -96,7 +97,7 @@ def list_evaluations(request: Request, state: State, asked: ListQuery) -> Respon
     base = base_url(state, request)
     columns = {
         "env": Evaluation.env_id,
-        # the algorithm an evaluation shows: its own, else its benchmark run's
+        # the algorithm an evaluation belongs to (records.of_algorithm's rule): its own, else its run's
         "algorithm": sa.func.coalesce(Algorithm.id, RunAlgorithm.id),
         "benchmark_run_id": BenchmarkRun.id,
         "owner": User.name,
@@ -348,7 +349,9 @@ def _stored_batch(state: ServerState, record: FileRecord) -> EpisodeBatch:
         ) from None
     except BlobDamaged as e:
         logger.error("%s (file %s)", e, record.id)
-        raise Problem(400, f"The stored content of {record.id} is damaged ({e}); upload it again.", BATCH) from None
+        raise Problem(
+            400, f"The stored content of {record.id} is damaged ({e}); upload it again.", BATCH
+        ) from None
     except IngestError as e:
         raise e.about(BATCH) from None
 
@@ -412,6 +415,7 @@ def _insert(
         "benchmark_score": new.scores.benchmark_score,
         "graph_stats": new.scores.graph_stats,
         "created": now,
+        **_provenance_columns(env_id, new.body.provenance),
         **scoring.columns(),
     }
     session.connection().execute(_INSERT_EVALUATION, values)
@@ -428,6 +432,17 @@ def _insert(
         new.principal.user_name,
     )
     return 201, record.to_object(new.base_url)
+
+
+def _provenance_columns(env_id: str, provenance: protocol.Provenance | None) -> dict[str, Any]:
+    """What ran, as uploaded, and the conditions card derived from it (its key NULL: not recorded)."""
+    document = provenance.model_dump(mode="json", exclude_none=True) if provenance is not None else None
+    card = derive_conditions(env_id, document)
+    return {
+        "provenance": document,
+        "conditions": card,
+        "conditions_key": conditions_key(card) if card["recorded"] else None,
+    }
 
 
 def _claim_files(

@@ -31,7 +31,9 @@ logger = logging.getLogger("palaestra.scoreboard")
 #: The ``server_settings`` row every probe writes and reads back.
 PROBE_SETTING = "health_probe"
 
-_UPDATE_PROBE = sa.update(ServerSetting).where(ServerSetting.key == PROBE_SETTING).values(value=sa.bindparam("value"))
+_UPDATE_PROBE = (
+    sa.update(ServerSetting).where(ServerSetting.key == PROBE_SETTING).values(value=sa.bindparam("value"))
+)
 _INSERT_PROBE = sa.insert(ServerSetting).values(key=PROBE_SETTING, value=sa.bindparam("value"))
 _READ_PROBE = sa.select(ServerSetting.value).where(ServerSetting.key == PROBE_SETTING)
 
@@ -47,7 +49,9 @@ def health(request: Request, state: State) -> Response:
     if not failed:
         return answer(protocol.HealthObject(schema_revision=migrate.SCHEMA_HEAD, checks=checks, mode=mode))
     names = {"database": "the database", "blob_store": "the blob store"}
-    detail = "Unhealthy: " + "; ".join(f"{names[part]} failed its probe ({why})" for part, why in failed.items())
+    detail = "Unhealthy: " + "; ".join(
+        f"{names[part]} failed its probe ({why})" for part, why in failed.items()
+    )
     body = {**problem_body(request, 503, detail + "."), "checks": checks, "mode": mode}
     return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
 

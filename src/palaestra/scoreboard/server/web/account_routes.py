@@ -36,9 +36,17 @@ def _see_other(path: str) -> RedirectResponse:
     return RedirectResponse(path, status_code=303)
 
 
-def _login_page(request: Request, next_path: str, status_code: int = 200, error: str | None = None) -> HTMLResponse:
+def _login_page(
+    request: Request, next_path: str, status_code: int = 200, error: str | None = None
+) -> HTMLResponse:
     return render(
-        request, "login.html", status_code=status_code, forms=True, nav="signin", next_path=next_path, error=error
+        request,
+        "login.html",
+        status_code=status_code,
+        forms=True,
+        nav="signin",
+        next_path=next_path,
+        error=error,
     )
 
 
@@ -84,7 +92,9 @@ def login(
         )
     rate_limits.clear_failed_sign_ins(state.db, name)
     response = _see_other(next_path)
-    signin.set_session_cookie(request, response, accounts.start_session(state.db, user, state.config.session_ttl_s))
+    signin.set_session_cookie(
+        request, response, accounts.start_session(state.db, user, state.config.session_ttl_s)
+    )
     return response
 
 
@@ -144,13 +154,17 @@ def accept_invite(
                 request, response, accounts.start_session(state.db, user, state.config.session_ttl_s)
             )
             return response
-    return render(request, "invite.html", status_code=400, forms=True, nav="signin", invited=invited, error=error)
+    return render(
+        request, "invite.html", status_code=400, forms=True, nav="signin", invited=invited, error=error
+    )
 
 
 # -- the profile -----------------------------------------------------------------------------------------
 
 
-def _profile(request: Request, user: accounts.SignedIn, new_key: tuple[str, str] | None = None) -> HTMLResponse:
+def _profile(
+    request: Request, user: accounts.SignedIn, new_key: tuple[str, str] | None = None
+) -> HTMLResponse:
     return render(
         request,
         "profile.html",

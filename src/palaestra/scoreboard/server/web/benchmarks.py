@@ -28,7 +28,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra.benchmarks import Benchmark, registry, statistics
+from palaestra.benchmarks.runs import profile_thresholds
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
+from palaestra.scoreboard.server.web.benchmark_texts import normalisation_text, scorer_text
 from palaestra.scoreboard.server.web.compare import PALETTE
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
@@ -50,7 +52,8 @@ logger = logging.getLogger("palaestra.scoreboard.web")
 
 #: Bootstrap replicates for the per-algorithm intervals on the benchmark page.
 AGGREGATE_REPS = 5000
-#: Replicates and thresholds of the performance profiles (normalised scores lie in [0, 1]).
+#: Replicates and thresholds of the performance profiles (scores clipped to [0, 1]; a human-normalised
+#: benchmark's go to 8: :func:`palaestra.benchmarks.runs.profile_thresholds`).
 PROFILE_REPS = 1000
 PROFILE_TAUS = np.linspace(0.0, 1.0, 51)
 #: rliable's aggregate metrics, in the order the page shows them.
@@ -63,20 +66,6 @@ _aggregate_cache: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
 
 def _spec(benchmark_id: str) -> Benchmark | None:
     return registry.benchmarks.get(benchmark_id)
-
-
-def _scorer_text(spec: Any) -> str:
-    name = type(spec.scorer).__name__
-    per_run = "the run's score is the mean over tasks and trials."
-    texts = {
-        "ClipTo01ThenAverage": "Each task scores the mean of clip((reward − floor) / (ceiling − floor), 0, 1)"
-        " over the last 100 evaluation episodes before the step budget ran out; " + per_run,
-        "TotalReward": "Each task scores clip((mean episode reward − floor) / (ceiling − floor), 0, 1) "
-        "over the episodes before the step budget ran out; " + per_run,
-        "RewardPerTime": "Each task scores clip((reward per second − floor) / (ceiling − floor), 0, 1); "
-        + per_run,
-    }
-    return texts.get(name, f"Scored by {name}.")
 
 
 def summaries(session: Session) -> list[BenchmarkSummary]:
@@ -239,8 +228,9 @@ def detail(
             id=spec.id,
             name=spec.id,
             description=spec.description or "",
-            scorer=_scorer_text(spec),
+            scorer=scorer_text(spec),
             tasks=_tasks_of(spec),
+            normalisation=normalisation_text(spec),
         )
     else:
         bench = BenchmarkDetail(id=benchmark_id, name=benchmark_id, description="", scorer="", tasks=[])
@@ -259,7 +249,8 @@ def detail(
         for key in r.task_scores:
             if key not in task_ids:
                 task_ids.append(key)
-    return bench, runs, page, task_ids, _algorithm_aggregates(session, benchmark_id)
+    taus = profile_thresholds(spec) if spec is not None else PROFILE_TAUS
+    return bench, runs, page, task_ids, _algorithm_aggregates(session, benchmark_id, taus)
 
 
 def _interval(stats: Any, spread: bool, n: int) -> Interval | None:
@@ -306,7 +297,9 @@ def _cached(signature: tuple[Any, ...], compute: Any) -> list[Any]:
     return value
 
 
-def _algorithm_aggregates(session: Session, benchmark_id: str, limit: int = 2000) -> list[AggregateRow]:
+def _algorithm_aggregates(
+    session: Session, benchmark_id: str, taus: np.ndarray = PROFILE_TAUS, limit: int = 2000
+) -> list[AggregateRow]:
     """Per algorithm: IQM and mean of its runs' trial scores pooled per task, with bootstrap CIs."""
     rows = session.execute(
         _run_select()
@@ -319,10 +312,10 @@ def _algorithm_aggregates(session: Session, benchmark_id: str, limit: int = 2000
         benchmark_id,
         tuple((r.id, r.algorithm_id, json.dumps(r.score, sort_keys=True, default=str)) for r in rows),
     )
-    return _cached(signature, lambda: _pool_by_algorithm(rows))
+    return _cached(signature, lambda: _pool_by_algorithm(rows, taus))
 
 
-def _pool_by_algorithm(rows: Sequence[Any]) -> list[AggregateRow]:
+def _pool_by_algorithm(rows: Sequence[Any], taus: np.ndarray = PROFILE_TAUS) -> list[AggregateRow]:
     pooled: dict[str, tuple[str, dict[str, list[float]], int]] = {}
     for r in rows:
         key = r.algorithm_id or f"run:{r.id}"
@@ -331,12 +324,14 @@ def _pool_by_algorithm(rows: Sequence[Any]) -> list[AggregateRow]:
         for task, values in _trial_table(r.score if isinstance(r.score, dict) else None).items():
             table.setdefault(task, []).extend(values)
         pooled[key] = (label, table, n + 1)
-    out = [_aggregate_row(label, table, n) for label, table, n in pooled.values() if table]
+    out = [_aggregate_row(label, table, n, taus) for label, table, n in pooled.values() if table]
     out.sort(key=lambda a: -(a.iqm.value if a.iqm else -math.inf))
     return [dataclasses.replace(a, color=PALETTE[i % len(PALETTE)]) for i, a in enumerate(out)]
 
 
-def _aggregate_row(label: str, table: dict[str, list[float]], n_runs: int) -> AggregateRow:
+def _aggregate_row(
+    label: str, table: dict[str, list[float]], n_runs: int, taus: np.ndarray = PROFILE_TAUS
+) -> AggregateRow:
     """rliable's set for one algorithm's pooled task-trial scores (intervals only where they exist)."""
     spread = statistics.has_spread(table)
     most = max(len(v) for v in table.values())
@@ -348,7 +343,7 @@ def _aggregate_row(label: str, table: dict[str, list[float]], n_runs: int) -> Ag
             continue
         mean = statistics.interval_estimates({task: values}, metrics=("mean",), reps=AGGREGATE_REPS, seed=0)
         per_task[task] = _estimate(mean["mean"], True, len(values))
-    profile = statistics.performance_profile(table, taus=PROFILE_TAUS, reps=PROFILE_REPS, seed=0)
+    profile = statistics.performance_profile(table, taus=taus, reps=PROFILE_REPS, seed=0)
     return AggregateRow(
         label=f"{label} ({n_runs} run{'s' if n_runs != 1 else ''})",
         run_id=None,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.records import EvaluationRecord
 
 __all__ = [
@@ -86,7 +87,9 @@ def _number_in(text: str, kind: type[Any], low: float, high: float, default: Any
         value = kind(text)
     except (TypeError, ValueError):
         return default
-    return value if isinstance(value, int | float) and math.isfinite(value) and low <= value <= high else default
+    return (
+        value if isinstance(value, int | float) and math.isfinite(value) and low <= value <= high else default
+    )
 
 
 def requested_ids(values: Iterable[str]) -> tuple[list[str], int]:
@@ -105,15 +108,19 @@ class ComparedEvaluation:
     has_curve: bool
 
 
-def _label(ev: EvaluationRecord) -> str:
+def _label(ev: EvaluationRecord, with_conditions: bool = False) -> str:
     algorithm = (ev.algorithm.name or ev.algorithm.id) if ev.algorithm else "unnamed"
-    return f"{algorithm} · {ev.owner or 'anonymous'} · {ev.id}"
+    conditions = f" · {conditions_label(ev.conditions)}" if with_conditions else ""
+    return f"{algorithm} · {ev.owner or 'anonymous'} · {ev.id}{conditions}"
 
 
 def chart_data(
-    records: Sequence[EvaluationRecord], curves: Sequence[dict[str, Any] | None]
+    records: Sequence[EvaluationRecord],
+    curves: Sequence[dict[str, Any] | None],
+    label_conditions: bool = False,
 ) -> tuple[list[ComparedEvaluation], dict[str, Any]]:
-    """The compared evaluations (in request order) and the chart's JSON.
+    """The compared evaluations (in request order) and the chart's JSON (``label_conditions``: each
+    legend entry names its conditions, for evaluations of different ones drawn together on purpose).
 
     The threshold line is drawn when every evaluation was judged against the same env threshold;
     evaluations of different envs have no common one.
@@ -121,7 +128,9 @@ def chart_data(
     compared: list[ComparedEvaluation] = []
     series: list[dict[str, Any]] = []
     for i, (ev, data) in enumerate(zip(records, curves, strict=True)):
-        item = ComparedEvaluation(ev, PALETTE[i % len(PALETTE)], _label(ev), data is not None)
+        item = ComparedEvaluation(
+            ev, PALETTE[i % len(PALETTE)], _label(ev, label_conditions), data is not None
+        )
         compared.append(item)
         if data is None:
             continue

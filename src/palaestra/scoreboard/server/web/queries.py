@@ -15,9 +15,12 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra import catalogue
+from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
 from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
+    algorithm_of_evaluations,
+    of_algorithm,
 )
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
@@ -71,6 +74,7 @@ def _row_columns() -> tuple[Any, ...]:
         Evaluation.evaluation_mean,
         Evaluation.created,
         sa.func.coalesce(Evaluation.writeup, Algorithm.writeup, RunAlgorithm.writeup).label("writeup"),
+        Evaluation.conditions,
     )
 
 
@@ -104,6 +108,7 @@ def _to_rows(result: Sequence[Any]) -> list[EvaluationRow]:
             episodes_mean=r.episodes_mean,
             evaluation_episodes=r.evaluation_episodes or 0,
             evaluation_mean=r.evaluation_mean,
+            conditions=conditions_label(r.conditions),
         )
         for r in result
     ]
@@ -223,20 +228,30 @@ def env_total(session: Session, env_id: str) -> int:
 
 
 def leaderboard(
-    session: Session, env_id: str, sort: str, page_number: int, path: str, size: int = PAGE_SIZE
+    session: Session,
+    env_id: str,
+    sort: str,
+    page_number: int,
+    path: str,
+    size: int = PAGE_SIZE,
+    only: Any = None,
 ) -> tuple[list[EvaluationRow], Page]:
-    """One page of ``env_id``'s leaderboard in the order ``sort`` (a key of :data:`LEADERBOARD_SORTS`)."""
+    """One page of ``env_id``'s leaderboard in the order ``sort`` (a key of :data:`LEADERBOARD_SORTS`);
+    ``only``: a further condition on the evaluations (one set of conditions, ``web/entries.py``)."""
     if sort not in LEADERBOARD_SORTS:
         sort = DEFAULT_SORT
     label, order = LEADERBOARD_SORTS[sort]
-    total = env_total(session, env_id)
+    where = Evaluation.env_id == env_id if only is None else sa.and_(Evaluation.env_id == env_id, only)
+    total = (
+        env_total(session, env_id)
+        if only is None
+        else int(session.scalar(sa.select(sa.func.count()).select_from(Evaluation).where(where)) or 0)
+    )
     number = clamp_page(page_number, total, size)
     page = Page(number=number, size=size, total=total, path=path, sort=sort, sort_label=label)
     if not total:
         return [], page
-    return _page_rows(
-        session, Evaluation.env_id == env_id, order, page, needs_algorithm=sort == "algorithm"
-    ), page
+    return _page_rows(session, where, order, page, needs_algorithm=sort == "algorithm"), page
 
 
 def _page_rows(
@@ -297,16 +312,10 @@ def algorithm(session: Session, algorithm_id: str) -> tuple[Algorithm, str] | No
     return (row[0], row[1]) if row is not None else None
 
 
-def _of_algorithm(algorithm_row: Algorithm) -> Any:
-    """The evaluations of an algorithm: its own, and those of its benchmark runs."""
-    runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_row.seq)
-    return sa.or_(Evaluation.algorithm_seq == algorithm_row.seq, Evaluation.benchmark_run_seq.in_(runs))
-
-
 def algorithm_evaluations(
     session: Session, algorithm_row: Algorithm, page_number: int, path: str
 ) -> tuple[list[EvaluationRow], Page]:
-    return _paged_rows(session, _of_algorithm(algorithm_row), page_number, path)
+    return _paged_rows(session, of_algorithm(algorithm_row.seq), page_number, path)
 
 
 def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str, int]]:
@@ -314,18 +323,20 @@ def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str
     count = sa.func.count().label("n")
     rows = session.execute(
         sa.select(Evaluation.env_id, count)
-        .where(_of_algorithm(algorithm_row), Evaluation.env_id.is_not(None))
+        .where(of_algorithm(algorithm_row.seq), Evaluation.env_id.is_not(None))
         .group_by(Evaluation.env_id)
         .order_by(count.desc(), Evaluation.env_id.asc())
     )
     return [(str(r.env_id), int(r.n)) for r in rows]
 
 
-def algorithm_evaluation_ids(session: Session, algorithm_row: Algorithm, env_id: str, limit: int) -> list[str]:
+def algorithm_evaluation_ids(
+    session: Session, algorithm_row: Algorithm, env_id: str, limit: int
+) -> list[str]:
     """The ids of an algorithm's most recent ``limit`` evaluations of ``env_id``."""
     stmt = (
         sa.select(Evaluation.id)
-        .where(_of_algorithm(algorithm_row), Evaluation.env_id == env_id)
+        .where(of_algorithm(algorithm_row.seq), Evaluation.env_id == env_id)
         .order_by(Evaluation.seq.desc())
         .limit(limit)
     )
@@ -340,7 +351,9 @@ RECENT_UPLOADS = 10
 
 def recent_evaluations(session: Session, limit: int = RECENT_UPLOADS) -> list[EvaluationRow]:
     """The newest ``limit`` evaluations (the home page's feed), along the primary key."""
-    seqs = list(session.execute(sa.select(Evaluation.seq).order_by(Evaluation.seq.desc()).limit(limit)).scalars())
+    seqs = list(
+        session.execute(sa.select(Evaluation.seq).order_by(Evaluation.seq.desc()).limit(limit)).scalars()
+    )
     return _fetch_rows(session, seqs)
 
 
@@ -358,14 +371,26 @@ ALGORITHM_SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 def _sorted_page(
-    sorts: dict[str, tuple[str, tuple[str, ...]]], sort: str, page_number: int, total: int, path: str,
+    sorts: dict[str, tuple[str, tuple[str, ...]]],
+    sort: str,
+    page_number: int,
+    total: int,
+    path: str,
     params: dict[str, str] | None = None,
 ) -> tuple[Page, tuple[Any, ...]]:
     if sort not in sorts:
         sort = next(iter(sorts))
     label, order = sorts[sort]
     number = clamp_page(page_number, total)
-    page = Page(number=number, size=PAGE_SIZE, total=total, path=path, sort=sort, sort_label=label, params=params or {})
+    page = Page(
+        number=number,
+        size=PAGE_SIZE,
+        total=total,
+        path=path,
+        sort=sort,
+        sort_label=label,
+        params=params or {},
+    )
     return page, tuple(sa.text(clause) for clause in order)
 
 
@@ -414,23 +439,9 @@ def _created_of(session: Session, seqs: list[int]) -> dict[int, Any]:
     return {seq: created for seq, created in rows}
 
 
-def _algorithm_evaluations() -> Any:
-    """``(algorithm_seq, env_id, seq)`` of every evaluation of an algorithm: its own, or its benchmark
-    run's algorithm's (as the algorithm page lists them)."""
-    own = sa.select(
-        Evaluation.algorithm_seq.label("algorithm_seq"), Evaluation.env_id.label("env_id"), Evaluation.seq.label("seq")
-    ).where(Evaluation.algorithm_seq.is_not(None))
-    via_run = (
-        sa.select(BenchmarkRun.algorithm_seq, Evaluation.env_id, Evaluation.seq)
-        .join(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
-        .where(Evaluation.algorithm_seq.is_(None), BenchmarkRun.algorithm_seq.is_not(None))
-    )
-    return sa.union_all(own, via_run).subquery()
-
-
 def algorithms_index(session: Session, sort: str, page_number: int, path: str) -> tuple[list[AlgorithmCard], Page]:
     """One page of every algorithm, with its owner, evaluations, envs and latest upload."""
-    evaluations = _algorithm_evaluations()
+    evaluations = algorithm_of_evaluations()
     per_algorithm = (
         sa.select(
             evaluations.c.algorithm_seq,
@@ -511,10 +522,13 @@ def search(
     counts = {
         "env": len(envs),
         "algorithm": int(
-            session.execute(sa.select(sa.func.count()).select_from(Algorithm).where(algorithm_match)).scalar() or 0
+            session.execute(sa.select(sa.func.count()).select_from(Algorithm).where(algorithm_match)).scalar()
+            or 0
         ),
         "user": int(
-            session.execute(sa.select(sa.func.count()).select_from(User).where(_contains(User.name, text))).scalar()
+            session.execute(
+                sa.select(sa.func.count()).select_from(User).where(_contains(User.name, text))
+            ).scalar()
             or 0
         ),
     }
@@ -550,7 +564,9 @@ def _algorithm_hits(session: Session, match: Any, offset: int, limit: int) -> li
         .offset(offset)
         .limit(limit)
     ).all()
-    return [SearchHit("algorithm", r.name, f"/algorithms/{quote(r.id)}", f"by {r.owner} · {r.id}") for r in rows]
+    return [
+        SearchHit("algorithm", r.name, f"/algorithms/{quote(r.id)}", f"by {r.owner} · {r.id}") for r in rows
+    ]
 
 
 def _user_hits(session: Session, text: str, offset: int, limit: int) -> list[SearchHit]:

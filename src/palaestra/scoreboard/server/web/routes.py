@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 import json
 import logging
 import re
 from typing import Any
+from urllib.parse import urlencode
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
@@ -27,8 +29,9 @@ from palaestra.scoreboard.server.records import (
     evaluation_select,
 )
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
-from palaestra.scoreboard.server.web import aggregate, compare, curves, queries
+from palaestra.scoreboard.server.web import aggregate, compare, curves, entries, ladder_pages, queries
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
+from palaestra.scoreboard.server.web.provenance_view import provenance_view
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import blob_store, database
 from palaestra.scoreboard.server.web.views import Download, VideoView
@@ -65,7 +68,12 @@ def home_page(request: Request) -> HTMLResponse:
         groups, total, active = queries.home(session)
         recent = queries.recent_evaluations(session)
     return render(
-        request, "index.html", groups=groups, total_evaluations=total, envs_with_evaluations=active, recent=recent
+        request,
+        "index.html",
+        groups=groups,
+        total_evaluations=total,
+        envs_with_evaluations=active,
+        recent=recent,
     )
 
 
@@ -83,7 +91,14 @@ def search_page(
         hits, pager, counts = queries.search(session, text, kind, _page_number(page), request.url.path)
     shown_kind = kind if kind in queries.SEARCH_KINDS else ""
     return render(
-        request, "search.html", nav="search", query=text, kind=shown_kind, hits=hits, page=pager, counts=counts
+        request,
+        "search.html",
+        nav="search",
+        query=text,
+        kind=shown_kind,
+        hits=hits,
+        page=pager,
+        counts=counts,
     )
 
 
@@ -109,7 +124,9 @@ def env_picture(request: Request, env_id: str) -> Response:
     if found is None:
         return Response(_NO_PICTURE_SVG, status_code=404, media_type="image/svg+xml", headers=headers)
     picture, source = found
-    return Response(picture, media_type=pictures.media_type(picture), headers={**headers, "X-Picture-Source": source})
+    return Response(
+        picture, media_type=pictures.media_type(picture), headers={**headers, "X-Picture-Source": source}
+    )
 
 
 @router.get("/envs/{env_id:path}", response_class=HTMLResponse)
@@ -118,20 +135,45 @@ def env_page(
     env_id: str,
     sort: str = queries.DEFAULT_SORT,
     page: str = Query("1", max_length=12),
+    conditions: str = Query("", max_length=40),
+    rank: str = Query("", max_length=20),
 ) -> HTMLResponse:
+    """The leaderboard of single runs (the 2017 ranking, each row labelled with its conditions), one
+    set of conditions apart (``conditions=KEY``), or seed groups ranked as entries (``rank=entries``)."""
+    rank = rank if rank == "entries" else ""
     with database(request).read() as session:
         header = queries.env_header(session, env_id)
         if header is None:
             return not_found(request, f"No environment {env_id!r} is known to this scoreboard.")
-        rows, pager = queries.leaderboard(session, env_id, sort, _page_number(page), request.url.path)
-    return render(request, "env.html", env=header, rows=rows, page=pager)
+        sets = entries.condition_sets(session, env_id)
+        only = entries.condition_filter(conditions)
+        rows, pager = queries.leaderboard(
+            session, env_id, sort, _page_number(page), request.url.path, only=only
+        )
+        ranked = entries.rank_entries(session, env_id, only) if rank else None
+    params = {k: v for k, v in (("conditions", conditions), ("rank", rank)) if v}
+    return render(
+        request,
+        "env.html",
+        env=header,
+        rows=rows,
+        page=dataclasses.replace(pager, params=params),
+        condition_sets=sets,
+        differing=entries.differing_fields(sets) if len(sets) > 1 else [],
+        chosen_conditions=conditions,
+        rank=rank,
+        ranked=ranked,
+        few_seeds=entries.FEW_SEEDS,
+    )
 
 
 # -- users and algorithms ----------------------------------------------------------------------------
 
 
 @router.get("/users", response_class=HTMLResponse)
-def users_page(request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)) -> HTMLResponse:
+def users_page(
+    request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)
+) -> HTMLResponse:
     with database(request).read() as session:
         users, pager = queries.users_index(session, sort, _page_number(page), request.url.path)
     return render(request, "users.html", nav="users", users=users, page=pager)
@@ -177,8 +219,10 @@ def algorithm_page(
     env: str = Query("", max_length=200),
     stat: str = Query("mean", max_length=10),
     x: str = Query("episode", max_length=20),
+    conditions: str = Query("", max_length=20),
 ) -> HTMLResponse:
-    """The algorithm's evaluations, and its learning curve across those of one env (``env``)."""
+    """The algorithm's evaluations, and its learning curve across those of one env (``env``): the runs
+    under the newest one's conditions (``conditions=all``: every run, mixed on purpose)."""
     with database(request).read() as session:
         found = queries.algorithm(session, algorithm_id)
         if found is None:
@@ -190,9 +234,12 @@ def algorithm_page(
         ids = queries.algorithm_evaluation_ids(session, alg, chosen, aggregate.MAX_RUNS) if chosen else []
         found_rows = session.execute(evaluation_select().where(Evaluation.id.in_(ids))).all() if ids else []
     records = sorted(map(evaluation_record, found_rows), key=lambda ev: ids.index(ev.id))
+    # Runs under other conditions than the newest one's are not averaged in (conditions=all mixes them).
+    split = entries.split_by_conditions(records, mix=conditions == entries.ALL_CONDITIONS)
+    records = split.shown
     metric = stat if stat in aggregate.METRICS else "mean"
     axis = x if x in aggregate.AXES else "episode"
-    key = "|".join([alg.id, chosen or "", metric, axis, *ids])
+    key = "|".join([alg.id, chosen or "", metric, axis, *[ev.id for ev in records]])
     hit, chart = _aggregate_cache.get(key)
     if not hit:
         chart = aggregate.aggregate_curve([_curves(request, ev) for ev in records], metric, axis)
@@ -209,6 +256,8 @@ def algorithm_page(
         "evaluations": len(records),
         "max_runs": aggregate.MAX_RUNS,
         "path": request.url.path,
+        "split": split,
+        "mix_url": f"{request.url.path}?{urlencode({'env': chosen or '', 'stat': metric, 'x': axis, 'conditions': 'all'})}",
     }
     facts = [("Id", alg.id), ("User", owner)]
     return render(
@@ -272,7 +321,9 @@ def _curves(request: Request, ev: EvaluationRecord) -> dict[str, Any] | None:
     data: dict[str, Any] | None = None
     if ev.episode_batch_key:
         try:
-            data = curves.from_episode_batch(_stored_batch_document(request, ev), score.trials, score.reward_threshold)
+            data = curves.from_episode_batch(
+                _stored_batch_document(request, ev), score.trials, score.reward_threshold
+            )
         except Exception as e:
             logger.warning("Cannot read the episode batch of %s (%s); using the binned curves", ev.id, e)
     if data is None:
@@ -308,9 +359,11 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
     for v in videos:
         downloads.append(Download(f"Video of episode {v.video.episode_id} ({v.video.name})", v.url))
     best = None
+    ladder_links: list[tuple[str, str]] = []
     if ev.env_id:
         with database(request).read() as session:
             best = queries.best_evaluation_id(session, ev.env_id)
+            ladder_links = ladder_pages.ladder_links(session, ev.env_id, ev.algorithm.name if ev.algorithm else None)
     return render(
         request,
         "evaluation.html",
@@ -323,6 +376,8 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         downloads=downloads,
         has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
         compare_url=compare.CompareSettings().url([ev.id, best]) if best and best != ev.id else None,
+        run=provenance_view(ev.provenance, ev.conditions),
+        ladder_links=ladder_links,
     )
 
 
@@ -334,8 +389,12 @@ def compare_page(
     smooth: str = Query("ema", max_length=20),
     ema: str = Query("", max_length=20),
     window: str = Query("", max_length=20),
+    mix: str = Query("", max_length=20),
 ) -> HTMLResponse:
-    """Several evaluations' learning curves overlaid; the query string holds the whole state."""
+    """Several evaluations' learning curves overlaid; the query string holds the whole state.
+
+    Evaluations under other conditions than the first one's are left out with a notice naming the
+    fields that differ, unless ``mix=conditions`` asks to draw them together."""
     settings = compare.CompareSettings.from_query(x, smooth, ema, window)
     ids, left_out = compare.requested_ids(e)
     with database(request).read() as session:
@@ -346,10 +405,14 @@ def compare_page(
     if ids and not records:
         listed = ", ".join(repr(i) for i in missing)
         return not_found(request, f"No evaluation {listed}: nothing to compare.")
-    compared, data = compare.chart_data(records, [_curves(request, ev) for ev in records])
+    split = entries.split_by_conditions(records, mix=mix == "conditions")
+    records = split.shown
+    compared, data = compare.chart_data(records, [_curves(request, ev) for ev in records], split.mixed)
     return render(
         request,
         "compare.html",
+        split=split,
+        mix_url=settings.url([ev.id for ev in split.shown + split.apart]) + "&mix=conditions",
         compared=compared,
         chart=data,
         settings=settings,
@@ -358,7 +421,7 @@ def compare_page(
         missing=missing,
         left_out=left_out,
         max_compared=compare.MAX_COMPARED,
-        share_url=settings.url([ev.id for ev in records]),
+        share_url=settings.url([ev.id for ev in records]) + ("&mix=conditions" if split.mixed else ""),
     )
 
 

@@ -112,7 +112,9 @@ async def _check_csrf(request: Request) -> None:
     token = form.get(CSRF_FIELD)
     seed, sent = _seed(request), token if isinstance(token, str) else None
     # forms served just before a `palaestra server rotate-secret` still pass while the old secret verifies
-    if not any(accounts.valid_csrf_token(key, seed, sent) for key in state_of(request).signing.verifying_keys()):
+    if not any(
+        accounts.valid_csrf_token(key, seed, sent) for key in state_of(request).signing.verifying_keys()
+    ):
         raise CsrfRefused()
 
 

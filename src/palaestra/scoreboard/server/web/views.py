@@ -126,6 +126,8 @@ class EvaluationRow:
     episodes_mean: float | None = None
     evaluation_episodes: int = 0
     evaluation_mean: float | None = None
+    #: the label of its conditions (server/conditions.py): "as registered", what differs, "not recorded"
+    conditions: str = "not recorded"
 
 
 @dataclass(frozen=True)
@@ -252,6 +254,8 @@ class BenchmarkDetail:
     description: str
     scorer: str
     tasks: list[TaskView]
+    #: the score table of a human-normalised benchmark ("atari57 v1: <citation>"), else None
+    normalisation: str | None = None
 
 
 @dataclass(frozen=True)

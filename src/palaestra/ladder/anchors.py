@@ -1,0 +1,60 @@
+"""The calibration games: every pair of anchor players that this machine can run plays a match.
+
+The anchor players of a ladder (:data:`CALIBRATION_PLAYERS`) are the built-in opponents and the
+GTP engines that are installed; ``palaestra anchors ENV_ID`` plays a round robin of matches between
+them into one folder per pair, which ``palaestra upload`` sends and ``palaestra ratings`` rates.
+The ratings' anchor (:data:`palaestra.ladder.ratings.DEFAULT_ANCHORS`) is among them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from palaestra.envs.board.gtp import find_binary
+from palaestra.errors import DependencyNotInstalled
+from palaestra.ladder.match import DEFAULT_MOVE_TIME, GameSummary, MatchRules, play_match
+from palaestra.ladder.players import parse_player
+
+__all__ = ["CALIBRATION_PLAYERS", "calibration_players", "play_anchors"]
+
+#: Per game, the players of the calibration round robin, weakest first.
+CALIBRATION_PLAYERS = {
+    "Go": ("random", "mcts:100", "gnugo:0", "gnugo:10"),
+    "Hex": ("random", "mcts:100", "mcts:1000"),
+}
+
+
+def calibration_players(game: str, players: tuple[str, ...] | None = None) -> list[str]:
+    """The calibration players of ``game`` whose programs are installed here."""
+    available = []
+    for spec in players or CALIBRATION_PLAYERS[game]:
+        if spec.startswith(("gnugo", "pachi")):
+            try:
+                find_binary(spec.split(":")[0])
+            except DependencyNotInstalled:
+                continue
+        available.append(spec)
+    return available
+
+
+def play_anchors(
+    rules: MatchRules,
+    folder: str | os.PathLike[str],
+    games: int,
+    players: tuple[str, ...] | None = None,
+    move_time: float = DEFAULT_MOVE_TIME,
+    seed: int = 0,
+    on_game: Callable[[str, int, GameSummary, dict[str, float]], None] | None = None,
+) -> list[Path]:
+    """Play ``games`` games between every pair of calibration players; the match folders."""
+    folders = []
+    for first, second in itertools.combinations(calibration_players(rules.game, players), 2):
+        label = f"{first}-vs-{second}".replace(":", "")
+        target = Path(folder) / label
+        callback = None if on_game is None else (lambda n, s, p, label=label: on_game(label, n, s, p))
+        play_match(rules, parse_player(first), parse_player(second), games, target, move_time, seed, callback)
+        folders.append(target)
+    return folders

@@ -1,0 +1,119 @@
+"""``/v1/ladders``, ``/v1/ladder_matches``, ``/v1/ladder_games``: the board-game ladders.
+
+=========================================  =====================================================
+``POST /v1/ladder_matches``                a match folder (:class:`~palaestra.scoreboard.ladder_protocol.MatchUpload`):
+                                           every game replayed and checked, all stored or none
+``GET  /v1/ladder_matches/{id}``           a match and its games
+``GET  /v1/ladder_games/{id}``             a game; ``/record``: its SGF (or Hex JSON) file
+``GET  /v1/ladders``                       the ladders (one per game, board size and komi)
+``GET  /v1/ladders/{ladder}/ratings``      its ratings, with 95 % intervals and game counts
+``GET  /v1/ladders/{ladder}/players/{name}``  a player: rating, head-to-head results, latest games
+=========================================  =====================================================
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from pydantic import ValidationError
+
+from palaestra.scoreboard import ladder_protocol as lp
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server import ladders
+from palaestra.scoreboard.server.api.common import answer, base_url, not_found
+from palaestra.scoreboard.server.api.deps import CurrentUser, State
+from palaestra.scoreboard.server.ladder_checks import check_match
+from palaestra.scoreboard.server.problems import Problem
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["ladders"])
+
+
+async def _upload_body(request: Request) -> lp.MatchUpload:
+    data = await request.body()  # held to MAX_MATCH_BODY_BYTES by the body-limit middleware
+    try:
+        document = protocol.parse_json(data, "The match upload")
+    except protocol.JSONInputError as exc:
+        raise Problem(400, str(exc)) from None
+    if not isinstance(document, dict):
+        raise Problem(400, "The match upload must be a JSON object {match, games}.")
+    try:
+        return lp.MatchUpload.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise Problem(400, f"The match upload is invalid at {where!r}: {first.get('msg')}.") from None
+
+
+@router.post(lp.LADDER_MATCHES_PATH, status_code=201, response_model=lp.MatchObject)
+async def create_match(request: Request, principal: CurrentUser, state: State) -> Response:
+    """Check every game of the match by replaying it, then store them all (or, on a problem, none).
+    The same upload again by the same user answers the match stored the first time (200), so that a
+    retried upload never counts its games twice."""
+    upload = await _upload_body(request)
+    checked = check_match(upload)
+    base = base_url(state, request)
+    with state.db.write() as session:
+        match_id, created = ladders.store_match(session, principal.user_seq, checked)
+    with state.db.read() as session:
+        body = ladders.match_object(session, match_id, base)
+    assert body is not None
+    return answer(body, 201 if created else 200)
+
+
+@router.get(f"{lp.LADDER_MATCHES_PATH}/{{match_id}}", response_model=lp.MatchObject)
+def get_match(match_id: str, request: Request, state: State) -> Response:
+    with state.db.read() as session:
+        body = ladders.match_object(session, match_id, base_url(state, request))
+    if body is None:
+        raise not_found("ladder match", match_id)
+    return answer(body)
+
+
+@router.get("/ladder_games/{game_id}", response_model=lp.GameObject)
+def get_game(game_id: str, request: Request, state: State) -> Response:
+    with state.db.read() as session:
+        found = ladders.find_game(session, game_id)
+    if found is None:
+        raise not_found("ladder game", game_id)
+    return answer(ladders.game_object(found[0], found[1], base_url(state, request)))
+
+
+@router.get("/ladder_games/{game_id}/record")
+def get_game_record(game_id: str, state: State) -> Response:
+    """The game's record as uploaded: SGF for Go, the Hex JSON record for Hex."""
+    with state.db.read() as session:
+        found = ladders.find_game(session, game_id)
+    if found is None:
+        raise not_found("ladder game", game_id)
+    game = found[0]
+    sgf = game.file_name.endswith(".sgf")
+    media = "application/x-go-sgf" if sgf else "application/json"
+    name = f"{game.id}{'.sgf' if sgf else '.hex.json'}"
+    return Response(game.record, media_type=media, headers={"Content-Disposition": f'attachment; filename="{name}"'})
+
+
+@router.get("/ladders", response_model=protocol.ListPage[lp.LadderObject])
+def list_ladders(request: Request, state: State) -> Response:
+    base = base_url(state, request)
+    with state.db.read() as session:
+        data = ladders.ladder_objects(session, base)
+    return answer(protocol.ListPage[lp.LadderObject](url=f"{protocol.API_PREFIX}/ladders", data=data))
+
+
+@router.get("/ladders/{ladder}/ratings", response_model=lp.RatingsObject)
+def get_ratings(ladder: str, state: State) -> Response:
+    with state.db.read() as session:
+        body = ladders.ratings_object(session, ladder)
+    if body is None:
+        raise not_found("ladder", ladder)
+    return answer(body)
+
+
+@router.get("/ladders/{ladder}/players/{name:path}", response_model=lp.PlayerObject)
+def get_player(ladder: str, name: str, request: Request, state: State) -> Response:
+    with state.db.read() as session:
+        body = ladders.player_object(session, ladder, name, base_url(state, request))
+    if body is None:
+        raise not_found("ladder player", name)
+    return answer(body)

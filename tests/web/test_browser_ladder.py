@@ -1,0 +1,104 @@
+"""A ladder game page in headless Chromium: the SVG viewer steps through the game to its final position."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from palaestra.ladder.match import match_games, play_match, rules_of_env
+from palaestra.ladder.players import parse_player
+from palaestra.ladder.replay import replay
+from palaestra.scoreboard.client import ScoreboardClient
+from tests.web.web_helpers import PageRecord, screenshot
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def ladder_game(web_server: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    """A 9x9 game between a small MCTS and the random player, uploaded: (its GameObject, its record)."""
+    folder = tmp_path_factory.mktemp("ladder-web") / "match"
+    play_match(rules_of_env("Go9x9-v0", komi=7.5), parse_player("mcts:5"), parse_player("random"), 1, folder)
+    with ScoreboardClient(web_server.url, web_server.api_key) as client:
+        match = client.upload_match(folder)
+    return match.games[0], match_games(folder)[0][1]
+
+
+def _stones(pg: Any) -> dict[str, int]:
+    return {
+        "black": pg.locator("#stones circle.black").count(),
+        "white": pg.locator("#stones circle.white").count(),
+    }
+
+
+def test_the_viewer_steps_through_the_game_to_its_final_position(
+    page: tuple[Any, PageRecord], web_server: Any, ladder_game: tuple[Any, Any]
+) -> None:
+    pg, record = page
+    game, game_record = ladder_game
+    final = replay(game_record).planes
+    moves = len(game_record.moves)
+    pg.goto(game.web_url)
+    counter = pg.locator("#move-counter")
+    assert counter.inner_text() == f"move 0 / {moves}"
+    assert _stones(pg) == {"black": 0, "white": 0}
+    pg.click("[data-step=next]")
+    assert counter.inner_text() == f"move 1 / {moves} (black {game_record.moves[0]})"
+    assert _stones(pg)["black"] == (0 if game_record.moves[0] == "pass" else 1)
+    pg.locator("#board-viewer").focus()
+    for _ in range(moves + 3):  # the keyboard, past the end: it stops at the last move
+        pg.keyboard.press("ArrowRight")
+    assert counter.get_attribute("data-move") == str(moves)
+    assert _stones(pg) == {"black": int(final[0].sum()), "white": int(final[1].sum())}
+    pg.keyboard.press("Home")
+    assert counter.get_attribute("data-move") == "0"
+    pg.click("[data-step=last]")
+    assert _stones(pg) == {"black": int(final[0].sum()), "white": int(final[1].sum())}
+    screenshot(pg, "ladder-game")
+    assert record.errors == [] and not [m for m in record.console if m.startswith("error")]
+    download = httpx.get(pg.locator("a.download").get_attribute("href"), timeout=30)
+    assert download.status_code == 200 and download.text.startswith("(;FF[4]GM[1]")
+
+
+def test_the_ladder_and_player_pages_show_ratings_and_head_to_head(
+    page: tuple[Any, PageRecord], web_server: Any, ladder_game: tuple[Any, Any]
+) -> None:
+    pg, _ = page
+    game, _ = ladder_game
+    pg.goto(f"{web_server.url}/ladders")
+    pg.click(f"text={game.ladder}")
+    players = pg.locator("table.ladder-ratings tbody tr td:nth-child(2) a").all_inner_texts()
+    assert sorted(players) == ["mcts:5", "random"]
+    assert pg.locator("table.head-to-head tbody tr").count() == 2
+    pg.click("table.ladder-ratings >> text=random")
+    assert pg.locator("h1").inner_text() == "random"
+    assert "1 games" in pg.locator("p.lead").inner_text()
+
+
+def test_a_go9x9_evaluation_links_to_its_algorithms_ladder_entry(
+    web_server: Any, ladder_game: tuple[Any, Any], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    import gymnasium as gym
+    import numpy as np
+
+    import palaestra
+    from palaestra.scoreboard.client import upload
+
+    folder = tmp_path_factory.mktemp("go9-eval")
+    env = palaestra.Monitor(gym.make("Go9x9-v0", opponent="random"), folder, force=True)
+    rng = np.random.default_rng(0)
+    for episode in range(2):
+        _, info = env.reset(seed=episode)
+        done = False
+        while not done:
+            action = int(rng.choice(np.flatnonzero(info["action_mask"][:-1])))
+            _, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+    env.close()
+    rated = upload(folder, server=web_server.url, api_key=web_server.api_key, algorithm_id="mcts:5")
+    unrated = upload(folder, server=web_server.url, api_key=web_server.api_key, algorithm_id="not-on-a-ladder")
+    page = httpx.get(f"{web_server.url}/evaluations/{rated}", timeout=30).text
+    assert f'<a href="/ladders/{ladder_game[0].ladder}/players/mcts%3A5">{ladder_game[0].ladder}</a>' in page
+    assert "ladder-links" not in httpx.get(f"{web_server.url}/evaluations/{unrated}", timeout=30).text
