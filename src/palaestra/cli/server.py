@@ -1,7 +1,7 @@
 """``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate;
 ``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.gc`);
 ``palaestra server rotate-secret``: a new upload-signing secret; ``palaestra server backup DEST``;
-``export``, ``import``, ``verify`` and ``log-backfill``: :mod:`palaestra.cli.server_archive`."""
+``export`` (and ``export --static``, the static mirror), ``import``, ``verify`` and ``log-backfill``: :mod:`palaestra.cli.server_archive`."""
 
 from __future__ import annotations
 
@@ -50,6 +50,8 @@ def config_from_args(args: argparse.Namespace) -> Any:
 
     flags = {"gc_interval": "gc_interval_s", "grace": "gc_grace_s", "idempotency_ttl": "idempotency_ttl_s"}
     extra = {name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag, None) is not None}
+    if getattr(args, "read_only", None):
+        extra["read_only"] = True
     return resolve_config(
         database_url=args.database_url,
         storage=args.storage,
@@ -74,14 +76,16 @@ def register(subparsers: Any) -> None:
         "valid); `palaestra server backup DEST` copies a running SQLite scoreboard (database, blobs, secret); "
         "`palaestra server export DEST` writes the whole board in the archive format (any database and store), "
         "`palaestra server import SRC` loads one into an empty board, `palaestra server verify [DEST|URL]` "
-        "checks the hash chain of scores, and `palaestra server log-backfill` logs what was scored before it.",
+        "checks the hash chain of scores, and `palaestra server log-backfill` logs what was scored before it. "
+        "`palaestra server export --static DEST` writes the board as a static website (relative links: any "
+        "static file host or file://). --read-only serves a frozen board: every read, no write.",
     )
     parser.add_argument(
         "action",
         nargs="?",
         choices=["run", "migrate", "gc", "rotate-secret", "backup", *server_archive.ACTIONS],
         default="run",
-        help="run (default), migrate, gc, rotate-secret, backup DEST, export DEST, import SRC, "
+        help="run (default), migrate, gc, rotate-secret, backup DEST, export [--static] DEST, import SRC, "
         "verify [DEST|URL] or log-backfill",
     )
     parser.add_argument(
@@ -89,7 +93,8 @@ def register(subparsers: Any) -> None:
         nargs="?",
         metavar="DEST",
         help="backup: a new folder for the copy (a data folder: `palaestra server --data-dir DEST` serves it); "
-        "export: the export's folder (new, or an earlier export's, to update it); import: the export to load; "
+        "export: the export's folder (new, or an earlier export's, to update it; --static: a new or empty "
+        "folder for the static mirror); import: the export to load; "
         "verify: an export folder or a server's URL (none: this board)",
     )
     add_database_arguments(parser)
@@ -119,6 +124,13 @@ def register(subparsers: Any) -> None:
         "long, then exit with 143 (SIGTERM) or 130 (default 30)",
     )
     parser.add_argument("--no-migrate", action="store_true", help="do not apply migrations on start")
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        default=None,
+        help="serve the board as a read-only archive: every page, /v1 read and download as before, every "
+        "write refused with 403 (env PALAESTRA_READ_ONLY=1)",
+    )
     parser.add_argument(
         "--gc-interval",
         type=int,
@@ -168,6 +180,11 @@ def run(args: argparse.Namespace) -> int:
         log.info("Database %s is at the newest schema.", _shown(config.database_url))
         return 0
     if args.action == "gc":
+        if config.read_only and not args.dry_run:
+            raise ConfigurationError(
+                "This scoreboard is a read-only archive (--read-only or PALAESTRA_READ_ONLY=1): gc removes "
+                "nothing from it; `gc --dry-run` reports what it would remove"
+            )
         return collect_garbage(config, dry_run=args.dry_run, as_json=args.json)
     if args.action == "rotate-secret":
         return _rotate_secret(config)
@@ -176,7 +193,9 @@ def run(args: argparse.Namespace) -> int:
     if args.action in server_archive.ACTIONS:
         return server_archive.run(config, args)
     if args.destination is not None:
-        raise ConfigurationError(f"Unexpected argument {args.destination!r}: only `backup` takes a folder")
+        raise ConfigurationError(
+            f"Unexpected argument {args.destination!r}: only `backup`, `export`, `import` and `verify` take one"
+        )
     from palaestra.scoreboard.server.app import serve
 
     if args.no_migrate:

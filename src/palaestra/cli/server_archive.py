@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="verify: fail unless the log still holds this entry hash (the head of an earlier verify)",
     )
     parser.add_argument(
+        "--static",
+        action="store_true",
+        help="export: the board as a static website (relative links: any static file host or file://) "
+        "into a new or empty folder, instead of the archive format",
+    )
+    parser.add_argument(
         "--no-progress", action="store_true", help="export, import: no progress bars (default: on a terminal)"
     )
 
@@ -49,8 +55,18 @@ def export(config: Any, args: argparse.Namespace) -> int:
     from palaestra.scoreboard.server.archive.export import export as export_board
 
     destination = _folder(args, "export", "a folder to export into")
+    if args.static:
+        return _export_static(config, destination)
     report = export_board(config, destination, include_keys=args.include_keys, progress=_progress(args))
     print(report.summary() + ".")
+    return 0
+
+
+def _export_static(config: Any, destination: Path) -> int:
+    from palaestra.scoreboard.server.archive.static import export_static
+
+    report = export_static(config, destination)
+    print(report.summary())
     return 0
 
 

@@ -18,6 +18,7 @@ import sys
 from typing import Any
 
 from palaestra.cli.server import add_database_arguments, config_from_args, private_files
+from palaestra.errors import ConfigurationError
 
 
 def register(subparsers: Any) -> None:
@@ -71,8 +72,13 @@ def run(args: argparse.Namespace) -> int:
 
     private_files()
     config = config_from_args(args)
+    if config.read_only and args.users_command != "list":
+        raise ConfigurationError(
+            f"This scoreboard is a read-only archive (PALAESTRA_READ_ONLY=1): `users {args.users_command}` "
+            "would change it; unset PALAESTRA_READ_ONLY to change its users"
+        )
     config.data_dir.mkdir(parents=True, exist_ok=True)
-    db = open_database(config, migrate_now=True)
+    db = open_database(config, migrate_now=not config.read_only)
     try:
         if args.users_command == "create":
             password = _read_password(args) if args.password or args.password_stdin else None

@@ -456,6 +456,8 @@ class HealthObject(Response):
     schema_revision: str
     #: each part probed (``database``, ``blob_store``): ``"ok"`` or what went wrong
     checks: dict[str, str] = Field(default_factory=dict)
+    #: ``read-write``, or ``read-only`` for an archive that refuses every write (probed by reading only)
+    mode: Literal["read-write", "read-only"] = "read-write"
 
 
 class LogBlob(Response):

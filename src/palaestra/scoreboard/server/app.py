@@ -26,6 +26,7 @@ from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
 from palaestra.scoreboard.server.gc import PeriodicGc
 from palaestra.scoreboard.server.ingest import warm_up
+from palaestra.scoreboard.server.readonly import ReadOnlyMiddleware
 from palaestra.scoreboard.server.state import ServerState, build_state
 
 logger = logging.getLogger("palaestra.scoreboard")
@@ -57,7 +58,7 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
         threading.Thread(target=warm_up, name="palaestra-warm-up", daemon=True).start()
         scoreboard: ServerState = app.state.scoreboard
         cleaner = None
-        if cfg.gc_interval_s > 0:
+        if cfg.gc_interval_s > 0 and not cfg.read_only:
             cleaner = PeriodicGc(
                 scoreboard.db, scoreboard.store, cfg.gc_interval_s, cfg.gc_grace_s, cfg.idempotency_ttl_s
             ).start()
@@ -79,6 +80,8 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
         lifespan=lifespan,
     )
     app.add_middleware(BodyLimitMiddleware, config=cfg)  # inside the request-id middleware (install)
+    if cfg.read_only:
+        app.add_middleware(ReadOnlyMiddleware)  # before the body limits: a refused write is not read
     problems.install(app)
     api.include(app)
     web.include(app)
@@ -132,10 +135,12 @@ def serve(
     uvicorn_options.setdefault("proxy_headers", config.trust_proxy)
 
     if workers > 1:
-        # Each worker process builds its own app from the environment; migrate once first.
+        # Each worker process builds its own app from the environment; migrate once first (never a
+        # read-only archive: it is served as it is).
         from palaestra.scoreboard.server.state import migrate_database
 
-        migrate_database(config)
+        if not config.read_only:
+            migrate_database(config)
         os.environ.update(_config_environ(config))
         uvicorn.run(
             "palaestra.scoreboard.server.app:app_from_environment",
@@ -167,6 +172,8 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
         env["PALAESTRA_S3_ENDPOINT_URL"] = config.s3_endpoint_url
     if config.trust_proxy:
         env["PALAESTRA_TRUST_PROXY"] = "1"
+    if config.read_only:
+        env["PALAESTRA_READ_ONLY"] = "1"
     env["PALAESTRA_SESSION_TTL_S"] = str(config.session_ttl_s)
     env["PALAESTRA_INVITE_TTL_S"] = str(config.invite_ttl_s)
     env["PALAESTRA_GC_INTERVAL_S"] = str(config.gc_interval_s)

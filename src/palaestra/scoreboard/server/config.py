@@ -44,6 +44,7 @@ ENV_FFPROBE = "PALAESTRA_FFPROBE"
 ENV_INLINE_HANDLERS = "PALAESTRA_INLINE_HANDLERS"
 ENV_TRUST_PROXY = "PALAESTRA_TRUST_PROXY"
 ENV_UPLOAD_SECRET_FILE = "PALAESTRA_UPLOAD_SECRET_FILE"
+ENV_READ_ONLY = "PALAESTRA_READ_ONLY"
 #: Host names of a database on this machine (no host at all: a Unix socket).
 LOCAL_HOSTS = {None, "", "localhost", "127.0.0.1", "::1"}
 #: Integer settings that may also come from the environment (name -> ServerConfig field).
@@ -124,6 +125,11 @@ class ServerConfig:
     #: believe a reverse proxy's ``X-Forwarded-Proto``/``-For`` (from the addresses in uvicorn's
     #: ``FORWARDED_ALLOW_IPS``, by default 127.0.0.1): the scheme decides whether cookies are Secure
     trust_proxy: bool = False
+    #: a read-only archive (:mod:`.readonly`): every read serves, every write is refused, nothing is written
+    read_only: bool = False
+    #: render a still of an installed env that has no picture from a video (the static mirror does not:
+    #: hundreds of envs rendered on the exporting machine would be that machine's, not the board's)
+    render_env_pictures: bool = True
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -208,6 +214,11 @@ def resolve_config(
         if trust not in ("0", "1"):
             raise ConfigurationError(f"{ENV_TRUST_PROXY} must be 1 or 0, not {env[ENV_TRUST_PROXY]!r}")
         extra["trust_proxy"] = trust == "1"
+    read_only = env.get(ENV_READ_ONLY, "").strip().lower()
+    if "read_only" not in extra and read_only:
+        if read_only not in ("0", "1"):
+            raise ConfigurationError(f"{ENV_READ_ONLY} must be 1 or 0, not {env[ENV_READ_ONLY]!r}")
+        extra["read_only"] = read_only == "1"
     for name, field_name in ENV_LIMITS.items():
         if field_name not in extra and env.get(name):
             try:

@@ -56,10 +56,12 @@ def media_type(picture: bytes) -> str:
     return "image/webp" if picture[:4] == b"RIFF" and picture[8:12] == b"WEBP" else "image/png"
 
 
-def env_picture(store: BlobStore, db: Database, env_id: str, installed: bool) -> tuple[bytes, str] | None:
+def env_picture(
+    store: BlobStore, db: Database, env_id: str, installed: bool, keep: bool = True
+) -> tuple[bytes, str] | None:
     """``(PNG or WebP bytes, source)`` of ``env_id``'s picture (source: ``stored``, ``video`` or ``render``),
-    made and stored on first use; ``None`` if there is no video to take it from and the env is not
-    ``installed`` here (or making it failed before)."""
+    made and stored on first use (unless not ``keep``: a read-only archive); ``None`` if there is no
+    video to take it from and the env is not ``installed`` here (or making it failed before)."""
     key = picture_key(env_id)
     if store.size(key) is not None:
         return store.get_bytes(key), "stored"
@@ -76,7 +78,8 @@ def env_picture(store: BlobStore, db: Database, env_id: str, installed: bool) ->
                 _failed.clear()
             _failed.add((store.url, env_id))
         return None
-    store.put_bytes(key, made)
+    if keep:
+        store.put_bytes(key, made)
     return made, source
 
 

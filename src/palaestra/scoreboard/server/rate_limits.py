@@ -112,7 +112,7 @@ def check_new_file(state: ServerState, user_seq: int) -> None:
 def note_invalid_key(state: ServerState, address: str) -> None:
     """Count a request with an invalid API key from ``address``; 429 once there were too many."""
     limit = state.config.invalid_keys_per_window
-    if limit <= 0:
+    if limit <= 0 or state.config.read_only:  # an archive writes no counter (and stores nothing to guard)
         return
     hits, wait = count_hit(state.db, f"invalid_key:{address}", INVALID_KEY_WINDOW_S)
     if hits > limit:

@@ -81,7 +81,10 @@ def open_database(config: ServerConfig, migrate_now: bool | None = None) -> Data
 
 
 def build_state(config: ServerConfig) -> ServerState:
-    """Open (and migrate) the database and the blob store of ``config``."""
+    """Open (and migrate) the database and the blob store of ``config``; a read-only archive's are
+    only opened, never written (:mod:`.readonly`)."""
+    if config.read_only:
+        return _read_only_state(config)
     if config.is_sqlite or not config.storage_url.startswith("s3:"):
         make_data_dir(config)
     db = open_database(config)
@@ -89,10 +92,26 @@ def build_state(config: ServerConfig) -> ServerState:
         make_private(sa.make_url(config.database_url).database)
     store = open_store(config.storage_url, config.s3_endpoint_url)
     store.check()
-    inline = config.inline_handlers
-    if inline is None:
-        inline = config.database_is_local and isinstance(store, FileStore)
-    return ServerState(config=config, db=db, store=store, signing=open_secret(config, db), inline=inline)
+    return ServerState(config=config, db=db, store=store, signing=open_secret(config, db), inline=_inline(config, store))
+
+
+def _inline(config: ServerConfig, store: BlobStore) -> bool:
+    if config.inline_handlers is not None:
+        return config.inline_handlers
+    return config.database_is_local and isinstance(store, FileStore)
+
+
+def _read_only_state(config: ServerConfig) -> ServerState:
+    """A frozen board: the database at the newest schema (not migrated), the store as it is, and a
+    signing secret of this process only (no upload form is ever signed or checked)."""
+    import secrets
+
+    from palaestra.scoreboard.server.signing import SigningKeys, secret_path
+
+    db = open_database(config, migrate_now=False)
+    store = open_store(config.storage_url, config.s3_endpoint_url)
+    signing = UploadSecret(secret_path(config), SigningKeys(secrets.token_bytes(32)))
+    return ServerState(config=config, db=db, store=store, signing=signing, inline=_inline(config, store))
 
 
 def make_private(database: str | None) -> None:

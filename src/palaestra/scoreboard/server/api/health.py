@@ -1,5 +1,6 @@
 """``GET /v1/health``: for load balancers and ``palaestra demo``. 200 when the database and the blob
-store both pass a probe (a small write read back), else 503 naming the part that failed."""
+store both pass a probe (a small write read back; on a read-only archive, a read), else 503 naming
+the part that failed; ``mode`` says whether the board is a read-only archive (:mod:`..readonly`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server import migrate
+from palaestra.scoreboard.server import migrate, readonly
 from palaestra.scoreboard.server.api.common import answer
 from palaestra.scoreboard.server.api.deps import State
 from palaestra.scoreboard.server.db import ServerSetting, utcnow
@@ -40,15 +41,18 @@ _READ_PROBE = sa.select(ServerSetting.value).where(ServerSetting.key == PROBE_SE
 @router.get("/health", response_model=protocol.HealthObject)
 def health(request: Request, state: State) -> Response:
     """200 when the database and the blob store each write and read back a probe; 503 otherwise."""
-    checks = {"database": _check(_probe_database, state), "blob_store": _check(_probe_store, state)}
+    read_only = state.config.read_only
+    probes = (_read_database, _read_store) if read_only else (_probe_database, _probe_store)
+    checks = {"database": _check(probes[0], state), "blob_store": _check(probes[1], state)}
     failed = {part: problem for part, problem in checks.items() if problem != "ok"}
+    mode = readonly.mode_name(read_only)
     if not failed:
-        return answer(protocol.HealthObject(schema_revision=migrate.SCHEMA_HEAD, checks=checks))
+        return answer(protocol.HealthObject(schema_revision=migrate.SCHEMA_HEAD, checks=checks, mode=mode))
     names = {"database": "the database", "blob_store": "the blob store"}
     detail = "Unhealthy: " + "; ".join(
         f"{names[part]} failed its probe ({why})" for part, why in failed.items()
     )
-    body = {**problem_body(request, 503, detail + "."), "checks": checks}
+    body = {**problem_body(request, 503, detail + "."), "checks": checks, "mode": mode}
     return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
 
 
@@ -59,7 +63,8 @@ def _check(probe: Callable[[ServerState], None], state: ServerState) -> str:
     except Exception as e:
         which = storage_full(e)
         problem = storage_full_detail(which) if which else f"{type(e).__name__}: {_first_line(e)}"
-        logger.warning("Health probe of %s failed: %s", probe.__name__.removeprefix("_probe_"), problem)
+        part = probe.__name__.removeprefix("_probe_").removeprefix("_read_")
+        logger.warning("Health probe of %s failed: %s", part, problem)
         return problem
     return "ok"
 
@@ -74,6 +79,14 @@ def _probe_database(state: ServerState) -> None:
     with state.db.connect() as conn:
         if conn.scalar(_READ_PROBE) is None:
             raise RuntimeError("the probe row written was not read back")
+
+
+def _read_database(state: ServerState) -> None:
+    readonly.probe_database(state.db)
+
+
+def _read_store(state: ServerState) -> None:
+    readonly.probe_store(state.store)
 
 
 def _probe_store(state: ServerState) -> None:

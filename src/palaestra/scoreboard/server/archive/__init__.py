@@ -6,4 +6,5 @@
 - :mod:`.restore`: ``palaestra server import SRC`` into an empty board (every hash checked first).
 - :mod:`.scorelog`: the tamper-evident log: every scored evaluation and benchmark run, hash-chained.
 - :mod:`.verify`: ``palaestra server verify [DEST|URL]``: the chain and every blob, checked.
+- :mod:`.static`: ``palaestra server export --static DEST``: the board as a static website.
 """

@@ -19,6 +19,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
+from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.web import assets, signin
 from palaestra.solved_stats import short_mean_label
 
@@ -132,6 +133,7 @@ def render(
     its forms (a signed-out browser gets a pre-session cookie for it)."""
     context.setdefault("nav", "envs")
     context.setdefault("vendor_available", assets.vendor_available())
+    context["read_only"] = state_of(request).config.read_only
     context["request_path"] = request.url.path
     context["request_target"] = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     user = context["user"] = signin.signed_in(request)

@@ -20,6 +20,7 @@ from palaestra import catalogue
 from palaestra.scoreboard.protocol import EpisodeBatchError, parse_json
 from palaestra.scoreboard.server import pictures
 from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.records import (
     EvaluationRecord,
@@ -114,9 +115,11 @@ _NO_PICTURE_SVG = (
 def env_picture(request: Request, env_id: str) -> Response:
     """The env's picture: a short animation of an uploaded video, or a still rendered here once
     (pictures.py); PNG or animated WebP."""
+    config = state_of(request).config
     entry = catalogue.lookup(env_id)
-    installed = entry is not None and entry.available
-    found = pictures.env_picture(blob_store(request), database(request), env_id, installed)
+    installed = entry is not None and entry.available and config.render_env_pictures
+    keep = not config.read_only
+    found = pictures.env_picture(blob_store(request), database(request), env_id, installed, keep)
     headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=86400"}
     if found is None:
         return Response(_NO_PICTURE_SVG, status_code=404, media_type="image/svg+xml", headers=headers)
