@@ -32,7 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--static",
-        action="store_true",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="DEST",
+        # it takes the folder itself, so that `export --static DEST` parses (argparse will not fill an
+        # optional positional after a flag) as well as `export DEST --static`
         help="export: the board as a static website (relative links: any static file host or file://) "
         "into a new or empty folder, instead of the archive format",
     )
@@ -54,6 +59,12 @@ def _folder(args: argparse.Namespace, action: str, what: str) -> Path:
 def export(config: Any, args: argparse.Namespace) -> int:
     from palaestra.scoreboard.server.archive.export import export as export_board
 
+    if isinstance(args.static, str):
+        if args.destination:
+            raise ConfigurationError(
+                f"palaestra server export --static takes one folder, not {args.static!r} and {args.destination!r}"
+            )
+        args.destination = args.static
     destination = _folder(args, "export", "a folder to export into")
     if args.static:
         return _export_static(config, destination)
