@@ -61,6 +61,7 @@ ENV_LIMITS = {
     "PALAESTRA_GC_INTERVAL_S": "gc_interval_s",
     "PALAESTRA_GC_GRACE_S": "gc_grace_s",
     "PALAESTRA_IDEMPOTENCY_TTL_S": "idempotency_ttl_s",
+    "PALAESTRA_MIN_FREE_BYTES": "min_free_bytes",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -114,6 +115,9 @@ class ServerConfig:
     gc_grace_s: int = DEFAULT_GC_GRACE_S
     #: age after which gc removes a stored ``Idempotency-Key`` answer
     idempotency_ttl_s: int = DEFAULT_IDEMPOTENCY_TTL_S
+    #: ``/v1/health`` answers 503 when the blob store's or the database's disk has less free than
+    #: this (``None``: the largest upload accepted, :meth:`largest_upload_bytes`; 0: not checked)
+    min_free_bytes: int | None = None
     #: apply Alembic migrations when the app starts
     migrate_on_start: bool = True
     #: run the busiest handlers on the event loop (``None``: when :attr:`database_is_local`)
@@ -146,6 +150,13 @@ class ServerConfig:
 
     def max_upload_bytes(self, purpose: str) -> int:
         return self.max_video_archive_bytes if purpose == "video" else self.max_episode_batch_bytes
+
+    def largest_upload_bytes(self) -> int:
+        return max(self.max_video_archive_bytes, self.max_episode_batch_bytes)
+
+    def needed_free_bytes(self) -> int:
+        """The free space health asks of each disk (0: none)."""
+        return self.largest_upload_bytes() if self.min_free_bytes is None else max(self.min_free_bytes, 0)
 
     def base_url(self, request_base_url: str) -> str:
         """The public URL, or else the base URL the request came in on (no trailing slash)."""
