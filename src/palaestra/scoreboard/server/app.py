@@ -59,7 +59,12 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
         cleaner = None
         if cfg.gc_interval_s > 0:
             cleaner = PeriodicGc(
-                scoreboard.db, scoreboard.store, cfg.gc_interval_s, cfg.gc_grace_s, cfg.idempotency_ttl_s
+                scoreboard.db,
+                scoreboard.store,
+                cfg.gc_interval_s,
+                cfg.gc_grace_s,
+                cfg.idempotency_ttl_s,
+                cfg.unused_file_ttl_s,
             ).start()
         logger.info(
             "palaestra scoreboard: database %s, storage %s", _safe_url(cfg.database_url), cfg.storage_url
@@ -170,6 +175,7 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
     env["PALAESTRA_SESSION_TTL_S"] = str(config.session_ttl_s)
     env["PALAESTRA_INVITE_TTL_S"] = str(config.invite_ttl_s)
     env["PALAESTRA_GC_INTERVAL_S"] = str(config.gc_interval_s)
+    env["PALAESTRA_UNUSED_FILE_TTL_S"] = str(config.unused_file_ttl_s)
     if config.upload_secret_file:
         env["PALAESTRA_UPLOAD_SECRET_FILE"] = str(config.upload_secret_file)
     return env

@@ -34,6 +34,10 @@ DEFAULT_GC_INTERVAL_S = 3600
 DEFAULT_GC_GRACE_S = 3600
 #: How long an ``Idempotency-Key`` replays its answer (clients retry within minutes; Stripe keeps 24 h).
 DEFAULT_IDEMPOTENCY_TTL_S = 24 * 3600
+#: How long an uploaded file that no evaluation uses is kept (gc removes it then, and its blobs):
+#: clients create the evaluation seconds after the upload; longer than the idempotency TTL, so that a
+#: client's replayed answer never names a file gc removed.
+DEFAULT_UNUSED_FILE_TTL_S = 48 * 3600
 
 ENV_DATABASE_URL = "PALAESTRA_DATABASE_URL"
 ENV_STORAGE = "PALAESTRA_STORAGE"
@@ -62,6 +66,7 @@ ENV_LIMITS = {
     "PALAESTRA_GC_GRACE_S": "gc_grace_s",
     "PALAESTRA_IDEMPOTENCY_TTL_S": "idempotency_ttl_s",
     "PALAESTRA_MIN_FREE_BYTES": "min_free_bytes",
+    "PALAESTRA_UNUSED_FILE_TTL_S": "unused_file_ttl_s",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -115,6 +120,8 @@ class ServerConfig:
     gc_grace_s: int = DEFAULT_GC_GRACE_S
     #: age after which gc removes a stored ``Idempotency-Key`` answer
     idempotency_ttl_s: int = DEFAULT_IDEMPOTENCY_TTL_S
+    #: age (since its bytes arrived) after which gc removes an uploaded file no evaluation uses (0: never)
+    unused_file_ttl_s: int = DEFAULT_UNUSED_FILE_TTL_S
     #: ``/v1/health`` answers 503 when the blob store's or the database's disk has less free than
     #: this (``None``: the largest upload accepted, :meth:`largest_upload_bytes`; 0: not checked)
     min_free_bytes: int | None = None
