@@ -1,10 +1,12 @@
 """Uploaded files that no evaluation uses expire: ``palaestra server gc`` (and the server's periodic
 clean-up) removes them ``unused_file_ttl_s`` (48 hours by default) after their upload, with their
-blobs, and never a file an evaluation uses or one uploaded since. SQLite and PostgreSQL."""
+blobs, and never a file an evaluation uses or one uploaded since. SQLite and PostgreSQL. And the
+rate-limit counters of addresses that never came back go too."""
 
 from __future__ import annotations
 
 import json
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.config import DEFAULT_UNUSED_FILE_TTL_S, resolve_config
-from palaestra.scoreboard.server.db import Database, FileRecord, utcnow
+from palaestra.scoreboard.server.db import Database, FileRecord, RateCounter, utcnow
+from palaestra.scoreboard.server.rate_limits import STALE_COUNTER_S
 from tests.scoreboard.server.test_gc import blobs, evaluation_is_whole, gc
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
@@ -87,3 +90,20 @@ def test_an_unused_file_ttl_of_zero_keeps_unused_files(fresh_scoreboard_server: 
     assert gc(server, "--grace", "0", "--unused-file-ttl", "0")["unused_files"] == 0
     assert httpx.get(f"{server.url}/v1/files/{old}", headers=server.headers()).status_code == 200
     assert gc(server, "--grace", "0")["unused_files"] == 1  # the default: 48 hours
+
+
+def test_gc_removes_rate_counters_whose_window_ended_long_ago(fresh_scoreboard_server: ScoreboardServer) -> None:
+    server = fresh_scoreboard_server
+    db = Database(resolve_config(environ=server.env).database_url)
+    now = int(time.time())
+    try:
+        with db.write() as session:
+            session.add_all([
+                RateCounter(bucket="read:203.0.113.7", window_start=now - STALE_COUNTER_S - 60, hits=3),
+                RateCounter(bucket="sign_in:someone", window_start=now - 60, hits=1),
+            ])  # fmt: skip
+        assert gc(server)["ended_rate_counters"] == 1
+        with db.connect() as conn:
+            assert conn.scalars(sa.select(RateCounter.bucket)).all() == ["sign_in:someone"]
+    finally:
+        db.dispose()

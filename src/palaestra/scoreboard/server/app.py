@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from palaestra._version import __version__
@@ -26,6 +26,7 @@ from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
 from palaestra.scoreboard.server.gc import PeriodicGc
 from palaestra.scoreboard.server.ingest import warm_up
+from palaestra.scoreboard.server.read_limits import limit_anonymous_reads
 from palaestra.scoreboard.server.state import ServerState, build_state
 
 logger = logging.getLogger("palaestra.scoreboard")
@@ -82,6 +83,7 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
         version=__version__,
         description="The 2017 OpenAI Gym scoreboard API (/v1), self-hosted.",
         lifespan=lifespan,
+        dependencies=[Depends(limit_anonymous_reads)],  # every route, the API's and the pages'
     )
     app.add_middleware(BodyLimitMiddleware, config=cfg)  # inside the request-id middleware (install)
     problems.install(app)

@@ -60,6 +60,7 @@ ENV_LIMITS = {
     "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "uploads_per_hour",
     "PALAESTRA_RATE_LIMIT_PENDING_FILES": "max_pending_files",
     "PALAESTRA_RATE_LIMIT_INVALID_KEYS": "invalid_keys_per_window",
+    "PALAESTRA_RATE_LIMIT_ANONYMOUS_READS": "anonymous_reads_per_minute",
     "PALAESTRA_SESSION_TTL_S": "session_ttl_s",
     "PALAESTRA_INVITE_TTL_S": "invite_ttl_s",
     "PALAESTRA_GC_INTERVAL_S": "gc_interval_s",
@@ -75,6 +76,9 @@ RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_
 DEFAULT_UPLOADS_PER_HOUR = 2000
 DEFAULT_MAX_PENDING_FILES = 200
 DEFAULT_INVALID_KEYS_PER_WINDOW = 100
+#: GET/HEAD requests a minute from one address without a key or sign-in (:mod:`.read_limits`): 20 a
+#: second, sustained, where a person browsing sends a few a minute (static files are not counted)
+DEFAULT_ANONYMOUS_READS_PER_MINUTE = 1200
 
 
 def default_data_dir() -> Path:
@@ -110,6 +114,9 @@ class ServerConfig:
     max_pending_files: int = DEFAULT_MAX_PENDING_FILES
     #: requests with an invalid API key one client address may send per 10 minutes (0: no limit)
     invalid_keys_per_window: int = DEFAULT_INVALID_KEYS_PER_WINDOW
+    #: reads (GET/HEAD) one client address may send per minute without an API key or a sign-in
+    #: (0: no limit); 429 above it
+    anonymous_reads_per_minute: int = DEFAULT_ANONYMOUS_READS_PER_MINUTE
     #: the upload-signing secret's file (``None``: ``upload-secret.json`` in the data folder; :mod:`.signing`)
     upload_secret_file: Path | None = None
     #: on SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut off

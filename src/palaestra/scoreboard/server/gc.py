@@ -5,6 +5,8 @@
 - expired pending files: a file never uploaded whose upload URL expired more than the grace period
   ago (its URL can no longer be used; nothing references it);
 - expired idempotency keys: stored answers older than ``idempotency_ttl_s``;
+- ended rate-limit counters (:data:`.rate_limits.STALE_COUNTER_S`) of addresses and names that did
+  not come back (a bucket's own ended windows go with its next hit);
 - unused uploaded files: a file whose bytes arrived more than ``unused_file_ttl_s`` ago (48 hours by
   default) and that no evaluation uses (clients create the evaluation seconds after the upload); its
   blobs go with it, as orphans, in the same run;
@@ -30,7 +32,15 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server.db import Database, Evaluation, FileRecord, IdempotencyKey, utcnow
+from palaestra.scoreboard.server.db import (
+    Database,
+    Evaluation,
+    FileRecord,
+    IdempotencyKey,
+    RateCounter,
+    utcnow,
+)
+from palaestra.scoreboard.server.rate_limits import STALE_COUNTER_S
 from palaestra.scoreboard.server.storage import BlobStore
 
 __all__ = ["GcReport", "PeriodicGc", "collect", "referenced_keys"]
@@ -49,6 +59,7 @@ class GcReport:
     expired_pending_files: int = 0
     expired_idempotency_keys: int = 0
     unused_files: int = 0
+    ended_rate_counters: int = 0
     orphaned_blobs: int = 0
     orphaned_bytes: int = 0
     temporary_files: int = 0
@@ -85,6 +96,8 @@ def collect(
     report.expired_pending_files = _expire(db, _FILES, _expired_pending(expired_before), dry_run)
     ttl_before = now - timedelta(seconds=idempotency_ttl_s)
     report.expired_idempotency_keys = _expire(db, _KEYS, IdempotencyKey.created < ttl_before, dry_run)
+    ended = RateCounter.window_start < int(time.time() - STALE_COUNTER_S)
+    report.ended_rate_counters = _expire(db, RateCounter.__table__, ended, dry_run)
     if unused_file_ttl_s > 0:
         unused_before = now - timedelta(seconds=unused_file_ttl_s)
         report.unused_files = _expire(db, _FILES, _unused_uploaded(unused_before), dry_run)
