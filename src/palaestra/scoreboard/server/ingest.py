@@ -142,6 +142,8 @@ class UnpackedVideo:
             size=self.size,
             key=key,
             metadata_key=metadata_key,
+            sha256=_sha256(self.video),
+            metadata_sha256=_sha256(self.metadata_member),
         )
 
 

@@ -54,6 +54,10 @@ class StoredVideo:
     #: blob keys of the video and of its ``.meta.json``
     key: str
     metadata_key: str
+    #: sha256 hex of the video and of its metadata, recorded at ingest (``None``: stored before
+    #: palaestra recorded them; filled on the first read, :mod:`.video_integrity`)
+    sha256: str | None = None
+    metadata_sha256: str | None = None
 
     @classmethod
     def from_stored(cls, doc: Mapping[str, Any]) -> StoredVideo:
@@ -65,6 +69,8 @@ class StoredVideo:
             size=doc["size"],
             key=doc["key"],
             metadata_key=doc["metadata_key"],
+            sha256=doc.get("sha256"),
+            metadata_sha256=doc.get("metadata_sha256"),
         )
 
     def stored(self) -> dict[str, Any]:
@@ -77,6 +83,8 @@ class StoredVideo:
             "size": self.size,
             "key": self.key,
             "metadata_key": self.metadata_key,
+            "sha256": self.sha256,
+            "metadata_sha256": self.metadata_sha256,
         }
 
     def summary(self) -> protocol.VideoSummary:
