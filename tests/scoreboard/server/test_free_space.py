@@ -80,3 +80,16 @@ def test_a_postgresql_tablespace_without_room_fails_health(
     assert "the database has " in body["detail"] and "less than the 4 MiB" in body["detail"]
     filler.unlink()
     assert health(server).status_code == 200
+
+
+def test_the_embedded_scoreboard_on_a_disk_without_room_says_why_it_cannot_start(tmp_path: Path) -> None:
+    import pytest
+
+    from palaestra.scoreboard.server.config import resolve_config
+    from palaestra.scoreboard.server.embedded import EmbeddedScoreboard, ScoreboardStartError
+    from tests.scoreboard.server_helpers import free_port
+
+    with small_disk(tmp_path / "blobs", size="2m") as disk:  # `palaestra demo` on a nearly full disk
+        config = resolve_config(data_dir=tmp_path / "data", storage=str(disk), port=free_port(), environ={})
+        with pytest.raises(ScoreboardStartError, match="cannot serve: Unhealthy: the blob store has .* free"):
+            EmbeddedScoreboard(config).start()
