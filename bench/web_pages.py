@@ -45,11 +45,14 @@ def free_port() -> int:
 
 
 def start_server(
-    data_dir: Path, database_url: str | None
+    data_dir: Path, database_url: str | None, read_limit: int = 0
 ) -> tuple[subprocess.Popen[bytes], str, dict[str, str]]:
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = dict(os.environ, PALAESTRA_DATA_DIR=str(data_dir), PALAESTRA_PUBLIC_URL=url)
+    # thousands of anonymous page reads a minute from one address: no limit unless one is asked for
+    # (--anonymous-read-limit measures what counting them costs: one counter write per read)
+    env["PALAESTRA_RATE_LIMIT_ANONYMOUS_READS"] = str(read_limit)
     if database_url:
         env["PALAESTRA_DATABASE_URL"] = database_url
     log = open(data_dir / "server.log", "wb")  # noqa: SIM115  (kept open by the child)
@@ -180,11 +183,17 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--with-episodes", type=int, default=200, help="evaluations with an episode batch")
     parser.add_argument("--database-url", default=None, help="default: SQLite in a temporary data directory")
+    parser.add_argument(
+        "--anonymous-read-limit",
+        type=int,
+        default=0,
+        help="count the reads against this limit a minute (high enough never to refuse; default 0: off)",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="palaestra-bench-web-") as tmp:
         data_dir = Path(tmp)
-        proc, url, _ = start_server(data_dir, args.database_url)
+        proc, url, _ = start_server(data_dir, args.database_url, args.anonymous_read_limit)
         try:
             database_url = args.database_url or f"sqlite:///{data_dir / 'scoreboard.sqlite3'}"
             from palaestra.scoreboard.server.config import normalise_database_url

@@ -129,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 
     data_dir = Path(args.data_dir).expanduser().absolute()
+    # Everything the demo writes (database, blobs, runs, videos, the secret) is this user's alone.
+    os.umask(0o077)
+    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     port = choose_port(args.host, args.port)
     if port != args.port:
         say(f"Port {args.port} is busy; using port {port} instead.")

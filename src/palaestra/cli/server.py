@@ -48,7 +48,12 @@ def add_database_arguments(parser: argparse.ArgumentParser, suppress: bool = Fal
 def config_from_args(args: argparse.Namespace) -> Any:
     from palaestra.scoreboard.server.config import resolve_config
 
-    flags = {"gc_interval": "gc_interval_s", "grace": "gc_grace_s", "idempotency_ttl": "idempotency_ttl_s"}
+    flags = {
+        "gc_interval": "gc_interval_s",
+        "grace": "gc_grace_s",
+        "idempotency_ttl": "idempotency_ttl_s",
+        "unused_file_ttl": "unused_file_ttl_s",
+    }
     extra = {name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag, None) is not None}
     if getattr(args, "read_only", None):
         extra["read_only"] = True
@@ -153,6 +158,14 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="gc: remove idempotency keys older than this (env PALAESTRA_IDEMPOTENCY_TTL_S; default 86400)",
     )
+    parser.add_argument(
+        "--unused-file-ttl",
+        type=int,
+        default=None,
+        metavar="SECONDS",
+        help="gc: remove uploaded files no evaluation uses this long after their upload, and their blobs "
+        "(env PALAESTRA_UNUSED_FILE_TTL_S; default 172800; 0: never)",
+    )
     parser.add_argument("--dry-run", action="store_true", help="gc: report what would be removed, remove nothing")
     parser.add_argument("--json", action="store_true", help="gc: print the report as JSON")
     parser.set_defaults(handler=run)
@@ -231,7 +244,12 @@ def collect_garbage(config: Any, dry_run: bool, as_json: bool) -> int:
         store.check()
     try:
         report = collect(
-            db, store, grace_s=config.gc_grace_s, idempotency_ttl_s=config.idempotency_ttl_s, dry_run=dry_run
+            db,
+            store,
+            grace_s=config.gc_grace_s,
+            idempotency_ttl_s=config.idempotency_ttl_s,
+            unused_file_ttl_s=config.unused_file_ttl_s,
+            dry_run=dry_run,
         )
     finally:
         db.dispose()

@@ -67,6 +67,11 @@ def assert_storage_full(r: httpx.Response) -> None:
     assert "storage is full" in body["detail"] and body["title"] == "Insufficient Storage"
 
 
+#: These tests fill disks far smaller than the largest upload: health's free-space check
+#: (test_free_space.py) is off, so that the probes' own failures are what is seen.
+NO_SPACE_CHECK = {"PALAESTRA_MIN_FREE_BYTES": "0"}
+
+
 def health(server: ScoreboardServer) -> httpx.Response:
     return httpx.get(f"{server.url}/v1/health", timeout=30)
 
@@ -75,7 +80,7 @@ def test_a_full_blob_disk_is_507_leaves_no_temporary_file_and_fails_health(
     scoreboard_factory: Any, tmp_path: Path
 ) -> None:
     with small_disk(tmp_path / "blobs") as disk:
-        server: ScoreboardServer = scoreboard_factory(storage=str(disk))
+        server: ScoreboardServer = scoreboard_factory(storage=str(disk), env=NO_SPACE_CHECK)
         assert health(server).json()["checks"] == {"database": "ok", "blob_store": "ok"}
         filler = fill(disk)
         with server.client() as c:
@@ -95,7 +100,7 @@ def test_a_full_blob_disk_is_507_leaves_no_temporary_file_and_fails_health(
 
 def test_a_full_database_disk_is_507_and_fails_health(scoreboard_factory: Any, tmp_path: Path) -> None:
     with small_disk(tmp_path / "data", size="4m") as disk:
-        server: ScoreboardServer = scoreboard_factory(data_dir=disk, storage=str(tmp_path / "blobs"))
+        server: ScoreboardServer = scoreboard_factory(data_dir=disk, storage=str(tmp_path / "blobs"), env=NO_SPACE_CHECK)
         filler = fill(disk)
         answers = []
         with server.client() as c:
@@ -182,7 +187,7 @@ def test_postgresql_out_of_disk_is_507_and_fails_health(
     scoreboard_factory: Any, postgres_on_small_disk: tuple[str, Path]
 ) -> None:
     database_url, disk = postgres_on_small_disk
-    server: ScoreboardServer = scoreboard_factory(database_url=database_url)
+    server: ScoreboardServer = scoreboard_factory(database_url=database_url, env=NO_SPACE_CHECK)
     filler = fill(disk)
     answers = []
     with server.client() as c:

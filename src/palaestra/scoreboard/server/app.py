@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from palaestra._version import __version__
@@ -26,6 +26,7 @@ from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
 from palaestra.scoreboard.server.gc import PeriodicGc
 from palaestra.scoreboard.server.ingest import warm_up
+from palaestra.scoreboard.server.read_limits import limit_anonymous_reads
 from palaestra.scoreboard.server.readonly import ReadOnlyMiddleware
 from palaestra.scoreboard.server.state import ServerState, build_state
 
@@ -60,7 +61,12 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
         cleaner = None
         if cfg.gc_interval_s > 0 and not cfg.read_only:
             cleaner = PeriodicGc(
-                scoreboard.db, scoreboard.store, cfg.gc_interval_s, cfg.gc_grace_s, cfg.idempotency_ttl_s
+                scoreboard.db,
+                scoreboard.store,
+                cfg.gc_interval_s,
+                cfg.gc_grace_s,
+                cfg.idempotency_ttl_s,
+                cfg.unused_file_ttl_s,
             ).start()
         logger.info(
             "palaestra scoreboard: database %s, storage %s", _safe_url(cfg.database_url), cfg.storage_url
@@ -78,6 +84,7 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
         version=__version__,
         description="The 2017 OpenAI Gym scoreboard API (/v1), self-hosted.",
         lifespan=lifespan,
+        dependencies=[Depends(limit_anonymous_reads)],  # every route, the API's and the pages'
     )
     app.add_middleware(BodyLimitMiddleware, config=cfg)  # inside the request-id middleware (install)
     if cfg.read_only:
@@ -177,6 +184,7 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
     env["PALAESTRA_SESSION_TTL_S"] = str(config.session_ttl_s)
     env["PALAESTRA_INVITE_TTL_S"] = str(config.invite_ttl_s)
     env["PALAESTRA_GC_INTERVAL_S"] = str(config.gc_interval_s)
+    env["PALAESTRA_UNUSED_FILE_TTL_S"] = str(config.unused_file_ttl_s)
     if config.upload_secret_file:
         env["PALAESTRA_UPLOAD_SECRET_FILE"] = str(config.upload_secret_file)
     return env

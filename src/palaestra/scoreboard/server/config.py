@@ -34,6 +34,10 @@ DEFAULT_GC_INTERVAL_S = 3600
 DEFAULT_GC_GRACE_S = 3600
 #: How long an ``Idempotency-Key`` replays its answer (clients retry within minutes; Stripe keeps 24 h).
 DEFAULT_IDEMPOTENCY_TTL_S = 24 * 3600
+#: How long an uploaded file that no evaluation uses is kept (gc removes it then, and its blobs):
+#: clients create the evaluation seconds after the upload; longer than the idempotency TTL, so that a
+#: client's replayed answer never names a file gc removed.
+DEFAULT_UNUSED_FILE_TTL_S = 48 * 3600
 
 ENV_DATABASE_URL = "PALAESTRA_DATABASE_URL"
 ENV_STORAGE = "PALAESTRA_STORAGE"
@@ -57,11 +61,14 @@ ENV_LIMITS = {
     "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "uploads_per_hour",
     "PALAESTRA_RATE_LIMIT_PENDING_FILES": "max_pending_files",
     "PALAESTRA_RATE_LIMIT_INVALID_KEYS": "invalid_keys_per_window",
+    "PALAESTRA_RATE_LIMIT_ANONYMOUS_READS": "anonymous_reads_per_minute",
     "PALAESTRA_SESSION_TTL_S": "session_ttl_s",
     "PALAESTRA_INVITE_TTL_S": "invite_ttl_s",
     "PALAESTRA_GC_INTERVAL_S": "gc_interval_s",
     "PALAESTRA_GC_GRACE_S": "gc_grace_s",
     "PALAESTRA_IDEMPOTENCY_TTL_S": "idempotency_ttl_s",
+    "PALAESTRA_MIN_FREE_BYTES": "min_free_bytes",
+    "PALAESTRA_UNUSED_FILE_TTL_S": "unused_file_ttl_s",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -70,6 +77,9 @@ RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_
 DEFAULT_UPLOADS_PER_HOUR = 2000
 DEFAULT_MAX_PENDING_FILES = 200
 DEFAULT_INVALID_KEYS_PER_WINDOW = 100
+#: GET/HEAD requests a minute from one address without a key or sign-in (:mod:`.read_limits`): 20 a
+#: second, sustained, where a person browsing sends a few a minute (static files are not counted)
+DEFAULT_ANONYMOUS_READS_PER_MINUTE = 1200
 
 
 def default_data_dir() -> Path:
@@ -105,6 +115,9 @@ class ServerConfig:
     max_pending_files: int = DEFAULT_MAX_PENDING_FILES
     #: requests with an invalid API key one client address may send per 10 minutes (0: no limit)
     invalid_keys_per_window: int = DEFAULT_INVALID_KEYS_PER_WINDOW
+    #: reads (GET/HEAD) one client address may send per minute without an API key or a sign-in
+    #: (0: no limit); 429 above it
+    anonymous_reads_per_minute: int = DEFAULT_ANONYMOUS_READS_PER_MINUTE
     #: the upload-signing secret's file (``None``: ``upload-secret.json`` in the data folder; :mod:`.signing`)
     upload_secret_file: Path | None = None
     #: on SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut off
@@ -115,6 +128,11 @@ class ServerConfig:
     gc_grace_s: int = DEFAULT_GC_GRACE_S
     #: age after which gc removes a stored ``Idempotency-Key`` answer
     idempotency_ttl_s: int = DEFAULT_IDEMPOTENCY_TTL_S
+    #: age (since its bytes arrived) after which gc removes an uploaded file no evaluation uses (0: never)
+    unused_file_ttl_s: int = DEFAULT_UNUSED_FILE_TTL_S
+    #: ``/v1/health`` answers 503 when the blob store's or the database's disk has less free than
+    #: this (``None``: the largest upload accepted, :meth:`largest_upload_bytes`; 0: not checked)
+    min_free_bytes: int | None = None
     #: apply Alembic migrations when the app starts
     migrate_on_start: bool = True
     #: run the busiest handlers on the event loop (``None``: when :attr:`database_is_local`)
@@ -152,6 +170,13 @@ class ServerConfig:
 
     def max_upload_bytes(self, purpose: str) -> int:
         return self.max_video_archive_bytes if purpose == "video" else self.max_episode_batch_bytes
+
+    def largest_upload_bytes(self) -> int:
+        return max(self.max_video_archive_bytes, self.max_episode_batch_bytes)
+
+    def needed_free_bytes(self) -> int:
+        """The free space health asks of each disk (0: none)."""
+        return self.largest_upload_bytes() if self.min_free_bytes is None else max(self.min_free_bytes, 0)
 
     def base_url(self, request_base_url: str) -> str:
         """The public URL, or else the base URL the request came in on (no trailing slash)."""

@@ -412,10 +412,13 @@ class Database:
 
     @staticmethod
     def _sqlite_engine(url: str, echo: bool, begin: str | None) -> Engine:
+        # how long a statement waits for another program's lock before the database counts as
+        # unavailable (a 503, :mod:`.outage`)
+        busy_s = float(os.environ.get("PALAESTRA_SQLITE_BUSY_TIMEOUT_S") or 30)
         engine = sa.create_engine(
             url,
             echo=echo,
-            connect_args={"timeout": 30, "check_same_thread": False},
+            connect_args={"timeout": busy_s, "check_same_thread": False},
             pool_size=20,
             max_overflow=40,
             json_serializer=serialize_json,
@@ -426,7 +429,7 @@ class Database:
             dbapi_conn.isolation_level = None  # we emit BEGIN ourselves
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute(f"PRAGMA busy_timeout={int(busy_s * 1000)}")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()

@@ -64,9 +64,13 @@ class EmbeddedScoreboard:
                     f"The scoreboard could not start on {self.url} ({self._error!r}); try another --port"
                 )
             if self.server.started:
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"{self.url}/v1/health", timeout=5).status_code == 200:
+                with contextlib.suppress(httpx.HTTPError, ValueError):
+                    health = httpx.get(f"{self.url}/v1/health", timeout=5)
+                    if health.status_code == 200:
                         return self
+                    if health.status_code == 503:  # it runs, but cannot store (a full disk): say why
+                        self.stop()
+                        raise ScoreboardStartError(f"The scoreboard on {self.url} cannot serve: {health.json()['detail']}")
             time.sleep(0.05)
         self.stop()
         raise ScoreboardStartError(

@@ -5,6 +5,11 @@
 - expired pending files: a file never uploaded whose upload URL expired more than the grace period
   ago (its URL can no longer be used; nothing references it);
 - expired idempotency keys: stored answers older than ``idempotency_ttl_s``;
+- ended rate-limit counters (:data:`.rate_limits.STALE_COUNTER_S`) of addresses and names that did
+  not come back (a bucket's own ended windows go with its next hit);
+- unused uploaded files: a file whose bytes arrived more than ``unused_file_ttl_s`` ago (48 hours by
+  default) and that no evaluation uses (clients create the evaluation seconds after the upload); its
+  blobs go with it, as orphans, in the same run;
 - orphaned blobs: blobs no database row references (a server killed between writing an upload's
   bytes and committing its row; S3 uploads already copied, or posted again after their evaluation),
   older than the grace period, so that an upload in flight is never touched;
@@ -27,7 +32,15 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server.db import Database, Evaluation, FileRecord, IdempotencyKey, utcnow
+from palaestra.scoreboard.server.db import (
+    Database,
+    Evaluation,
+    FileRecord,
+    IdempotencyKey,
+    RateCounter,
+    utcnow,
+)
+from palaestra.scoreboard.server.rate_limits import STALE_COUNTER_S
 from palaestra.scoreboard.server.storage import BlobStore
 
 __all__ = ["GcReport", "PeriodicGc", "collect", "referenced_keys"]
@@ -45,6 +58,8 @@ class GcReport:
     dry_run: bool = False
     expired_pending_files: int = 0
     expired_idempotency_keys: int = 0
+    unused_files: int = 0
+    ended_rate_counters: int = 0
     orphaned_blobs: int = 0
     orphaned_bytes: int = 0
     temporary_files: int = 0
@@ -60,7 +75,7 @@ class GcReport:
         return (
             f"gc {verb} {self.orphaned_blobs} orphaned blobs ({self.orphaned_bytes} bytes), "
             f"{self.temporary_files} temporary files ({self.temporary_bytes} bytes), "
-            f"{self.expired_pending_files} expired pending files and "
+            f"{self.expired_pending_files} expired pending files, {self.unused_files} unused uploaded files and "
             f"{self.expired_idempotency_keys} expired idempotency keys"
         )
 
@@ -71,6 +86,7 @@ def collect(
     *,
     grace_s: float,
     idempotency_ttl_s: float,
+    unused_file_ttl_s: float = 0,
     dry_run: bool = False,
 ) -> GcReport:
     """Remove (or count, ``dry_run``) what nothing references; see the module's docstring."""
@@ -80,6 +96,11 @@ def collect(
     report.expired_pending_files = _expire(db, _FILES, _expired_pending(expired_before), dry_run)
     ttl_before = now - timedelta(seconds=idempotency_ttl_s)
     report.expired_idempotency_keys = _expire(db, _KEYS, IdempotencyKey.created < ttl_before, dry_run)
+    ended = RateCounter.window_start < int(time.time() - STALE_COUNTER_S)
+    report.ended_rate_counters = _expire(db, RateCounter.__table__, ended, dry_run)
+    if unused_file_ttl_s > 0:
+        unused_before = now - timedelta(seconds=unused_file_ttl_s)
+        report.unused_files = _expire(db, _FILES, _unused_uploaded(unused_before), dry_run)
     cutoff = time.time() - grace_s
     blobs = [b for b in store.list_blobs() if b.modified < cutoff]  # listed before the rows are read
     referenced = referenced_keys(db)
@@ -102,6 +123,14 @@ def collect(
 def _expired_pending(before: Any) -> Any:
     return sa.and_(
         FileRecord.status == "pending", FileRecord.evaluation_id.is_(None), FileRecord.expires < before
+    )
+
+
+def _unused_uploaded(before: Any) -> Any:
+    # an evaluation claims its files with ``evaluation_id IS NULL`` in its WHERE (api.evaluations):
+    # a claim and this DELETE cannot both succeed
+    return sa.and_(
+        FileRecord.status == "uploaded", FileRecord.evaluation_id.is_(None), FileRecord.uploaded < before
     )
 
 
@@ -137,10 +166,10 @@ class PeriodicGc:
     logged per run that removed something; a failed run is logged in one line and retried later)."""
 
     def __init__(
-        self, db: Database, store: BlobStore, interval_s: float, grace_s: float, ttl_s: float
+        self, db: Database, store: BlobStore, interval_s: float, grace_s: float, ttl_s: float, unused_ttl_s: float = 0
     ) -> None:
         self._args = (db, store)
-        self._interval, self._grace, self._ttl = interval_s, grace_s, ttl_s
+        self._interval, self._grace, self._ttl, self._unused_ttl = interval_s, grace_s, ttl_s, unused_ttl_s
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="palaestra-gc", daemon=True)
 
@@ -155,12 +184,14 @@ class PeriodicGc:
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
             try:
-                report = collect(*self._args, grace_s=self._grace, idempotency_ttl_s=self._ttl)
+                report = collect(
+                    *self._args, grace_s=self._grace, idempotency_ttl_s=self._ttl, unused_file_ttl_s=self._unused_ttl
+                )
             except Exception as e:
                 logger.warning(
                     "Periodic gc failed (%s: %s); it runs again in %d s", type(e).__name__, e, self._interval
                 )
                 continue
             if any((report.orphaned_blobs, report.temporary_files, report.expired_pending_files,
-                    report.expired_idempotency_keys)):  # fmt: skip
+                    report.expired_idempotency_keys, report.unused_files)):  # fmt: skip
                 logger.info("%s", report.summary())

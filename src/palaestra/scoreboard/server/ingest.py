@@ -143,6 +143,8 @@ class UnpackedVideo:
             key=key,
             metadata_key=metadata_key,
             frame_source=self.metadata.frame_source,
+            sha256=_sha256(self.video),
+            metadata_sha256=_sha256(self.metadata_member),
         )
 
 

@@ -27,8 +27,9 @@ import sqlalchemy as sa
 
 from palaestra.monitoring.video import ffmpeg_binary, image_layout
 from palaestra.scoreboard.server.db import Database, Evaluation
-from palaestra.scoreboard.server.records import stored_videos
+from palaestra.scoreboard.server.records import StoredVideo, stored_videos
 from palaestra.scoreboard.server.storage import BlobStore
+from palaestra.scoreboard.server.video_integrity import file_sha256
 
 __all__ = ["env_picture", "media_type", "picture_key", "render_png"]
 
@@ -83,7 +84,7 @@ def env_picture(
     return made, source
 
 
-def _first_mp4_key(db: Database, env_id: str) -> str | None:
+def _first_mp4(db: Database, env_id: str) -> StoredVideo | None:
     with db.read() as session:
         rows = session.execute(
             sa.select(Evaluation.videos)
@@ -94,19 +95,23 @@ def _first_mp4_key(db: Database, env_id: str) -> str | None:
         for docs in rows:
             for video in stored_videos(docs):
                 if video.kind == "mp4":
-                    return video.key
+                    return video
     return None
 
 
 def _from_video(store: BlobStore, db: Database, env_id: str) -> bytes | None:
-    key = _first_mp4_key(db, env_id)
-    if key is None:
+    video = _first_mp4(db, env_id)
+    if video is None:
         return None
+    key = video.key
     with tempfile.TemporaryDirectory(prefix="palaestra-picture-") as folder:
         path = store.local_path(key)
         if path is None:
             path = Path(folder) / "video.mp4"
             store.download(key, path)
+        if video.sha256 is not None and file_sha256(path) != video.sha256:  # (:mod:`.video_integrity`)
+            logger.error("No picture of %s from the video %s: its bytes are not those stored", env_id, key)
+            return None
         animation = _ffmpeg_output(
             ["-t", str(ANIMATION_SECONDS), "-i", str(path)],
             ["-vf", f"fps={ANIMATION_FPS},scale={ANIMATION_WIDTH}:-2", "-c:v", "libwebp_anim", "-loop", "0",

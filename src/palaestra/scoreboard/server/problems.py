@@ -3,7 +3,8 @@
 Every non-2xx answer is JSON ``{"detail": ..., "type": ..., "status": ..., "request_id": ...}``
 (:class:`palaestra.scoreboard.protocol.ErrorBody`) with a ``request-id`` header; ``type`` names the
 offending parameter (the 2017 client shows it as ``InvalidRequestError.param``) or is
-``"about:blank"``. A full disk or database is a 507 that says so (:func:`storage_full`). A handler raises :class:`Problem` (or ingest raises
+``"about:blank"``. A full disk or database is a 507 that says so (:func:`storage_full`); a database
+outage is a 503 with ``Retry-After`` (:mod:`.outage`). A handler raises :class:`Problem` (or ingest raises
 :class:`~palaestra.scoreboard.server.ingest.IngestError`); :func:`install` turns either into that
 answer, and so does every validation error and unexpected exception (:class:`RequestMiddleware`,
 which also writes each request's access line: :mod:`.logs`).
@@ -29,6 +30,7 @@ from palaestra.scoreboard.protocol import NO_PARAM, REQUEST_ID_HEADER
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.ingest import IngestError
 from palaestra.scoreboard.server.logs import ACCESS_LOGGER
+from palaestra.scoreboard.server.outage import UNAVAILABLE_DETAIL, database_unavailable, unavailable_response
 
 logger = logging.getLogger("palaestra.scoreboard")
 access_logger = logging.getLogger(ACCESS_LOGGER)
@@ -185,6 +187,8 @@ def install(app: FastAPI) -> None:
                 exc,
             )
             return error_response(request, 507, storage_full_detail(which))
+        if database_unavailable(exc):
+            return _unavailable(request.scope, request_id(request), exc)
         if isinstance(exc, sa.exc.DataError):
             reason = str(exc.orig or exc).strip().splitlines()[0]
             return error_response(
@@ -194,6 +198,7 @@ def install(app: FastAPI) -> None:
 
     app.add_exception_handler(OSError, _storage_fault)
     app.add_exception_handler(sa.exc.DBAPIError, _storage_fault)
+    app.add_exception_handler(sa.exc.TimeoutError, _storage_fault)  # the connection pool's
 
     app.add_middleware(RequestMiddleware)
 
@@ -246,7 +251,11 @@ class RequestMiddleware:
                 )
         except ClientDisconnect:
             outcome = "client gone"  # it went away mid-request: nobody to answer, nothing failed
-        except Exception:
+        except Exception as e:
+            if database_unavailable(e):  # raised where no exception handler sees it (a middleware)
+                if not status:
+                    await _answer_quietly(_unavailable(scope, rid, e), scope, receive, send_with_id)
+                return
             logger.exception("Unexpected error in %s %s (%s)", scope["method"], scope["path"], rid)
             if not status:
                 await _answer_quietly(
@@ -263,6 +272,15 @@ class RequestMiddleware:
                 (time.perf_counter() - started) * 1000,
                 rid,
             )
+
+
+def _unavailable(scope: Scope, rid: str, exc: BaseException) -> Any:
+    """The 503 of a database outage, logged in one line (no traceback: every request fails alike)."""
+    reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    logger.error(
+        "Database unavailable in %s %s (%s): %s", scope["method"], scope["path"], rid, reason[0] if reason else exc
+    )
+    return unavailable_response(scope, rid, _problem_body(503, UNAVAILABLE_DETAIL, rid))
 
 
 async def _answer_quietly(response: JSONResponse, scope: Scope, receive: Receive, send: Send) -> None:

@@ -67,6 +67,10 @@ class StoredVideo:
     metadata_key: str
     #: ``"observations"`` when its frames are a vector env's observations (the page says so)
     frame_source: str | None = None
+    #: sha256 hex of the video and of its metadata, recorded at ingest (``None``: stored before
+    #: palaestra recorded them; filled on the first read, :mod:`.video_integrity`)
+    sha256: str | None = None
+    metadata_sha256: str | None = None
 
     @classmethod
     def from_stored(cls, doc: Mapping[str, Any]) -> StoredVideo:
@@ -79,6 +83,8 @@ class StoredVideo:
             key=doc["key"],
             metadata_key=doc["metadata_key"],
             frame_source=doc.get("frame_source"),
+            sha256=doc.get("sha256"),
+            metadata_sha256=doc.get("metadata_sha256"),
         )
 
     def stored(self) -> dict[str, Any]:
@@ -91,6 +97,8 @@ class StoredVideo:
             "size": self.size,
             "key": self.key,
             "metadata_key": self.metadata_key,
+            "sha256": self.sha256,
+            "metadata_sha256": self.metadata_sha256,
         }
         if self.frame_source is not None:
             doc["frame_source"] = self.frame_source

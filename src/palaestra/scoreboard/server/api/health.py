@@ -1,6 +1,7 @@
 """``GET /v1/health``: for load balancers and ``palaestra demo``. 200 when the database and the blob
-store both pass a probe (a small write read back; on a read-only archive, a read), else 503 naming
-the part that failed; ``mode`` says whether the board is a read-only archive (:mod:`..readonly`)."""
+store both pass a probe (a small write read back; on a read-only archive, a read) and, on a board that
+takes uploads, each disk has room for the largest upload (:mod:`..free_space`), else 503 naming the part
+that failed; ``mode`` says whether the board is a read-only archive (:mod:`..readonly`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from palaestra.scoreboard.server import migrate, readonly
 from palaestra.scoreboard.server.api.common import answer
 from palaestra.scoreboard.server.api.deps import State
 from palaestra.scoreboard.server.db import ServerSetting, utcnow
+from palaestra.scoreboard.server.free_space import database_free_bytes, space_problem, store_free_bytes
 from palaestra.scoreboard.server.problems import problem_body, storage_full, storage_full_detail
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import HEALTH_PREFIX
@@ -40,33 +42,51 @@ _READ_PROBE = sa.select(ServerSetting.value).where(ServerSetting.key == PROBE_SE
 
 @router.get("/health", response_model=protocol.HealthObject)
 def health(request: Request, state: State) -> Response:
-    """200 when the database and the blob store each write and read back a probe; 503 otherwise."""
+    """200 when the database and the blob store each write and read back a probe (a read-only archive:
+    read one) and have room for the largest upload (a read-only archive takes none); 503 otherwise."""
     read_only = state.config.read_only
     probes = (_read_database, _read_store) if read_only else (_probe_database, _probe_store)
-    checks = {"database": _check(probes[0], state), "blob_store": _check(probes[1], state)}
+    room = (_no_room_needed, _no_room_needed) if read_only else (database_free_bytes, store_free_bytes)
+    checks = {
+        "database": _check("database", probes[0], room[0], state),
+        "blob_store": _check("blob_store", probes[1], room[1], state),
+    }
     failed = {part: problem for part, problem in checks.items() if problem != "ok"}
     mode = readonly.mode_name(read_only)
     if not failed:
         return answer(protocol.HealthObject(schema_revision=migrate.SCHEMA_HEAD, checks=checks, mode=mode))
-    names = {"database": "the database", "blob_store": "the blob store"}
-    detail = "Unhealthy: " + "; ".join(
-        f"{names[part]} failed its probe ({why})" for part, why in failed.items()
-    )
+    detail = "Unhealthy: " + "; ".join(f"{_NAMES[part]} {why}" for part, why in failed.items())
     body = {**problem_body(request, 503, detail + "."), "checks": checks, "mode": mode}
     return JSONResponse(body, status_code=503, headers={"Retry-After": "5"})
 
 
-def _check(probe: Callable[[ServerState], None], state: ServerState) -> str:
-    """``"ok"`` or what went wrong, in one line: a failed probe is logged without a traceback."""
+_NAMES = {"database": "the database", "blob_store": "the blob store"}
+
+
+def _check(
+    part: str,
+    probe: Callable[[ServerState], None],
+    free_bytes: Callable[[ServerState], int | None],
+    state: ServerState,
+) -> str:
+    """``"ok"`` or what went wrong, in one line: a failed probe, or a disk with too little room for
+    the largest upload, is logged without a traceback."""
     try:
         probe(state)
+        problem = space_problem(free_bytes(state), state.config.needed_free_bytes())
     except Exception as e:
         which = storage_full(e)
-        problem = storage_full_detail(which) if which else f"{type(e).__name__}: {_first_line(e)}"
-        part = probe.__name__.removeprefix("_probe_").removeprefix("_read_")
-        logger.warning("Health probe of %s failed: %s", part, problem)
-        return problem
-    return "ok"
+        why = storage_full_detail(which) if which else f"{type(e).__name__}: {_first_line(e)}"
+        problem = f"failed its probe ({why})"
+    if problem is None:
+        return "ok"
+    logger.warning("Health check failed: %s %s", _NAMES[part], problem)
+    return problem
+
+
+def _no_room_needed(state: ServerState) -> None:
+    """A read-only archive stores nothing, so no free space is asked of its disks."""
+    return None
 
 
 def _probe_database(state: ServerState) -> None:

@@ -9,6 +9,7 @@ import io
 import json
 import logging
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -29,6 +30,7 @@ from palaestra.scoreboard.server.records import (
     evaluation_select,
 )
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
+from palaestra.scoreboard.server.video_integrity import read_checked, record_first_hash
 from palaestra.scoreboard.server.web import aggregate, compare, curves, entries, ladder_pages, queries
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web.provenance_view import provenance_view
@@ -290,14 +292,14 @@ def _terminal_fallback(request: Request, video: StoredVideo) -> str | None:
     """The last frame of an asciicast v1 recording as plain text (shown without JavaScript)."""
     if video.kind != "terminal" or video.size > MAX_FALLBACK_RECORDING_BYTES:
         return None
-    return _last_frame_text(blob_store(request), video.key)
+    return _last_frame_text(blob_store(request), video.key, video.sha256)
 
 
 @functools.lru_cache(maxsize=1024)
-def _last_frame_text(store: BlobStore, key: str) -> str | None:
-    """Cached per (store, key): a stored blob never changes."""
+def _last_frame_text(store: BlobStore, key: str, sha256: str | None) -> str | None:
+    """Cached per (store, key): a stored blob never changes (and one that did is not shown)."""
     try:
-        doc = parse_json(store.get_bytes(key), "The recording")
+        doc = parse_json(store.get_verified(key, sha256), "The recording")
         frames = doc.get("stdout") or []
         text = str(frames[-1][1])
     except Exception:  # a broken recording only loses its fallback text
@@ -425,26 +427,38 @@ def compare_page(
     )
 
 
-def _blob_response(request: Request, key: str, media_type: str, filename: str | None = None) -> Response:
-    """A stored blob from this server's origin (the pages' Content-Security-Policy allows no other).
+def _blob_response(
+    request: Request, evaluation_id: str, key: str, sha256: str | None, media_type: str, filename: str
+) -> Response:
+    """A stored video (or its metadata) of an evaluation, from this server's origin (the pages'
+    Content-Security-Policy allows no other), its sha256 checked first (:mod:`..video_integrity`):
+    bytes that are not those stored are never served.
 
     The file store's blobs are files (served with Range support, so videos seek); other stores'
     are read and served from memory, with single-range requests answered too.
     """
-    store = blob_store(request)
-    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "public, max-age=86400"}
-    if filename:
-        headers["Content-Disposition"] = f'inline; filename="{filename}"'
-    path = store.local_path(key)
-    if path is not None:
-        if not path.is_file():
-            return Response("not found", status_code=404, media_type="text/plain")
-        return FileResponse(path, media_type=media_type, headers=headers)
+    headers = {
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "public, max-age=86400",
+        "Content-Disposition": f'inline; filename="{filename}"',
+    }
     try:
-        data = store.get_bytes(key)
+        source, digest = read_checked(blob_store(request), key, sha256)
     except LookupError:
         return Response("not found", status_code=404, media_type="text/plain")
-    return _bytes_response(data, media_type, headers, request.headers.get("range"))
+    except BlobDamaged as e:
+        logger.error("Not serving %s of %s: %s", filename, evaluation_id, e)
+        return Response(
+            f"The stored {filename} of {evaluation_id} is not the one uploaded: {e} It is not served; "
+            "the server's operator can restore it from a backup.",
+            status_code=500,
+            media_type="text/plain",
+        )
+    if sha256 is None:
+        record_first_hash(database(request), evaluation_id, key, digest)
+    if isinstance(source, Path):
+        return FileResponse(source, media_type=media_type, headers=headers)
+    return _bytes_response(source, media_type, headers, request.headers.get("range"))
 
 
 _RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
@@ -548,9 +562,9 @@ def video_download(request: Request, evaluation_id: str, name: str) -> Response:
         return Response("no such evaluation", status_code=404, media_type="text/plain")
     for video in ev.videos:
         if video.name == name:
-            return _blob_response(request, video.key, video.media_type, name)
+            return _blob_response(request, ev.id, video.key, video.sha256, video.media_type, name)
         if video.metadata_name == name:
-            return _blob_response(request, video.metadata_key, "application/json", name)
+            return _blob_response(request, ev.id, video.metadata_key, video.metadata_sha256, "application/json", name)
     return Response("no such video", status_code=404, media_type="text/plain")
 
 
