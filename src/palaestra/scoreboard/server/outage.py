@@ -96,4 +96,5 @@ def _page() -> str:
         request_target="/",
         user=None,
         csrf_token="",
+        read_only=False,  # the header's sign-in link; a read-only archive's outage page keeps it
     )
