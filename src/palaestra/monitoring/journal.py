@@ -44,6 +44,9 @@ KIND_BY_TYPE = {"t": 0, "e": 1}
 TYPE_BY_KIND = {0: "t", 1: "e"}
 KIND_ABANDONED = 2
 INITIAL_CAPACITY = 1024
+# bound once: append() runs at every episode's end, on the Monitor's hot path in short episodes
+_pack_record = RECORD.pack_into
+_pack_count = _COUNT.pack_into
 
 
 class JournalWriter:
@@ -73,13 +76,13 @@ class JournalWriter:
     def append(
         self, timestamp: float, reward: float, length: int, kind: int, truncated: bool, source: int = 0
     ) -> None:
-        if self.count == self._capacity:
-            self._grow(self.count + 1)
-        RECORD.pack_into(
-            self._map, HEADER_SIZE + self.count * RECORD_SIZE, timestamp, reward, length, kind, truncated, source
-        )
-        self.count += 1
-        _COUNT.pack_into(self._map, 8, self.count)
+        count = self.count
+        if count == self._capacity:
+            self._grow(count + 1)
+        mapping = self._map
+        _pack_record(mapping, HEADER_SIZE + count * RECORD_SIZE, timestamp, reward, length, kind, truncated, source)
+        self.count = count + 1
+        _pack_count(mapping, 8, count + 1)
 
     def reserve(self, n: int) -> int:
         """Make room for ``n`` more records; the index of the first, to fill through :attr:`columns`."""
