@@ -123,19 +123,59 @@ def prepare_offscreen_rendering() -> None:
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 
-def video_mode_for(render_mode: str | None, env_id: str | None) -> str | None:
-    """The render mode the Monitor records videos in (``None``: no videos, with a line saying why)."""
+# (env id, render mode) pairs already warned about: one warning per process, not one per Monitor of
+# the same env (vector_env_fns makes one per sub-environment)
+_warned_without_video: set[tuple[str | None, str | None]] = set()
+
+
+def video_mode_for(
+    render_mode: str | None, env_id: str | None, render_modes: Sequence[str] | None = None
+) -> str | None:
+    """The render mode the Monitor records videos in; called only when videos are wanted.
+
+    ``None``: no videos, said once per process for each env id and render mode. An env that could
+    render (``render_modes``, its ``metadata["render_modes"]``, where known) gets a warning naming
+    the fix; one that renders no frames at all, an info line.
+    """
     if render_mode in VIDEO_RENDER_MODES:
         if render_mode != "ansi":
             prepare_offscreen_rendering()
         return render_mode
-    logger.info(
-        "Monitor: videos are off for %s because its render_mode is %r; create the environment with "
-        "render_mode='rgb_array' (mp4) or 'ansi' (terminal recording) to record videos.",
+    if (env_id, render_mode) in _warned_without_video:
+        return None
+    _warned_without_video.add((env_id, render_mode))
+    usable = [m for m in ("rgb_array", "ansi") if render_modes is None or m in render_modes]
+    if not usable:
+        logger.info("Monitor: no videos of %s, which renders no frames (its render modes: %s).", env_id, render_modes)
+        return None
+    logger.warning(
+        "Monitor: no videos of %s, because it was made with render_mode=%r. To record videos, make it "
+        "with render_mode=\"%s\", e.g. gymnasium.make(%r, render_mode=\"%s\"); to record without "
+        "videos, pass video_callable=False.",
         env_id,
         render_mode,
+        usable[0],
+        env_id or "ENV_ID",
+        usable[0],
     )
     return None
+
+
+def refuse_stable_baselines_vec_env(env: Any) -> None:
+    """Stable-Baselines3's ``VecEnv`` is not a ``gymnasium.Env`` (nor a ``gymnasium.vector.VectorEnv``),
+    so Gymnasium's ``Wrapper`` would refuse it with a bare ``TypeError``: say what to do instead.
+    Duck-typed, so that palaestra needs no SB3 to recognise it."""
+    if isinstance(env, gymnasium.Env) or not all(hasattr(env, name) for name in ("num_envs", "step_async", "step_wait")):
+        return
+    kind = f"{type(env).__module__}.{type(env).__qualname__}"
+    raise MonitorError(
+        f"palaestra.Monitor was given a {kind}, a vectorized environment of {env.num_envs} "
+        "sub-environments in Stable-Baselines3's VecEnv API, not a gymnasium.Env. Wrap each "
+        "sub-environment in a Monitor instead, where it is made: "
+        "SubprocVecEnv(palaestra.monitoring.vector_env_fns([make_env] * n_envs, directory)) (or "
+        "DummyVecEnv(...)), where make_env returns one gymnasium env; every sub-environment (in any "
+        "worker process) then records into the directory, and load_results and upload read them as one run."
+    )
 
 
 def prepare_directory(directory: str | os.PathLike[str], force: bool = False, resume: bool = False) -> str:
@@ -182,6 +222,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             from palaestra.monitoring.vector import VectorMonitor
 
             return VectorMonitor(env, *args, **kwargs)
+        refuse_stable_baselines_vec_env(env)
         return super().__new__(cls)
 
     def __init__(
@@ -386,7 +427,8 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     def _choose_video_mode(self) -> str | None:
         if self.video_callable is disable_videos:
             return None
-        mode = video_mode_for(getattr(self.env, "render_mode", None), self.env_id)
+        render_modes = (getattr(self.env, "metadata", None) or {}).get("render_modes")
+        mode = video_mode_for(getattr(self.env, "render_mode", None), self.env_id, render_modes)
         if mode is not None and mode != "ansi":
             announce_mujoco_backend(self.env)
         return mode

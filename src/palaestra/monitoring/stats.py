@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 
@@ -89,7 +89,7 @@ class StatsRecorder:
 
     # Called once per episode, so on the Monitor's hot path in short episodes: the journal is looked
     # up once (it is open from start() to close()), and the lists take one append each.
-    def record_episode(self, length: int, reward: float, truncated: bool, episode_type: str) -> None:
+    def record_episode(self, length: int, reward: SupportsFloat, truncated: bool, episode_type: str) -> None:
         """Append one completed episode (called once, at ``terminated or truncated``)."""
         now = time.time()
         reward = float(reward)
