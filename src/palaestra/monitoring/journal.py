@@ -79,10 +79,10 @@ class JournalWriter:
         count = self.count
         if count == self._capacity:
             self._grow(count + 1)
-        mapping = self._map
-        _pack_record(mapping, HEADER_SIZE + count * RECORD_SIZE, timestamp, reward, length, kind, truncated, source)
+        view = self._view
+        _pack_record(view, HEADER_SIZE + count * RECORD_SIZE, timestamp, reward, length, kind, truncated, source)
         self.count = count + 1
-        _pack_count(mapping, 8, count + 1)
+        _pack_count(view, 8, count + 1)
 
     def reserve(self, n: int) -> int:
         """Make room for ``n`` more records; the index of the first, to fill through :attr:`columns`."""
@@ -110,11 +110,15 @@ class JournalWriter:
     def _map_columns(self) -> None:
         self._records = np.frombuffer(self._map, RECORD_DTYPE, self._capacity, HEADER_SIZE)
         self.columns = {name: self._records[name] for name in ("t", "r", "l", "kind", "truncated", "source")}
+        # struct packs into a memoryview of the mapping faster than into the mmap object itself
+        self._view = memoryview(self._map)
 
     def _unmap_columns(self) -> None:
-        # numpy views keep the mapping exported, and an exported mmap can be neither resized nor closed.
+        # numpy views and memoryviews keep the mapping exported, and an exported mmap can be neither
+        # resized nor closed.
         self.columns = {}
         del self._records
+        self._view.release()
 
     def _grow(self, needed: int) -> None:
         while self._capacity < needed:

@@ -302,7 +302,11 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             self._step_override = self._step_true_reward
             return self._record(result, info["true_reward"])
         self._step_override = None
-        return self._record(result, result[1])
+        self._episode_steps += 1
+        self._episode_reward += result[1]  # type: ignore[operator]
+        if result[2] or result[3]:
+            self._end_episode(result[2], result[3])
+        return result
 
     def _step_true_reward(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         result = self.env.step(action)
