@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from tests.core_install import build_core_venv, run_core
+from tests.core_install import CORE, build_venv, run_in
 
 # Run in the core venv: make, reset (seeded) and step each id given on stdin; one JSON line per id
 # with the error of the first failing call, or null.
@@ -54,13 +54,13 @@ NO_EXTRA_REASONS = (
 
 @pytest.fixture(scope="module")
 def core_venv() -> None:
-    problem = build_core_venv()
+    problem = build_venv(CORE)
     if problem:
         pytest.fail(f"cannot build the core-install venv: {problem}")
 
 
 def _ok(*args: str, stdin: str | None = None) -> str:
-    done = run_core(*args, stdin=stdin)
+    done = run_in(CORE, *args, stdin=stdin)
     assert done.returncode == 0, f"{args}\n--- stdout ---\n{done.stdout[-3000:]}\n--- stderr ---\n{done.stderr[-3000:]}"
     return done.stdout
 
@@ -70,6 +70,7 @@ def _listed(*flags: str) -> list[dict[str, object]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the first run builds a venv (pip downloads what it has no wheel of)
 def test_every_env_a_core_install_lists_as_runnable_makes_resets_and_steps(core_venv: None) -> None:
     installed = _ok("python", "-m", "pip", "list", "--format=freeze").lower()
     assert "scipy==" not in installed and "open-spiel==" not in installed and "fastapi==" not in installed
@@ -83,6 +84,7 @@ def test_every_env_a_core_install_lists_as_runnable_makes_resets_and_steps(core_
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_every_env_a_core_install_cannot_run_names_a_declared_extra_or_why_none_helps(core_venv: None) -> None:
     declared = "import importlib.metadata as m; print(*m.metadata('palaestra').get_all('Provides-Extra'))"
     extras = set(_ok("python", "-c", declared).split())
