@@ -3,7 +3,14 @@
 Runs the bare environment, the environment under ``RecordEpisodeStatistics`` and under
 ``palaestra.Monitor(video_callable=False)`` with the same seeded action sequence, interleaved and
 repeated, and keeps each one's best time. Overhead = wrapped time - bare time, per step.
-Target (issue 2): the Monitor's overhead at most half of RecordEpisodeStatistics'.
+Target (issue 2): the Monitor's overhead at most half of RecordEpisodeStatistics'; issue 27 asks
+for a margin, at most 0.4.
+
+The times are the thread's CPU time (``time.thread_time``), not the wall clock: the overhead is CPU
+work, and on a shared machine the wall clock also counts the time other processes hold the CPU,
+which swamps differences of tens of nanoseconds. (An idle machine gives the same numbers either way.)
+The load average is printed with the figures.
+
 Issue 24: the Monitor with provenance (the default) against ``provenance=False`` (the Monitor before
 provenance existed) in the same run: the per-step ratio (target: no measurable change, since the
 provenance work happens at reset and close) and the one-off cost of its probe (first reset + close).
@@ -14,6 +21,7 @@ provenance work happens at reset and close) and the one-off cost of its probe (f
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -74,12 +82,12 @@ def one_off(make: Callable[[], gym.Env[Any, Any]], tmp: str, provenance: bool, r
 def run(env: gym.Env[Any, Any], actions: np.ndarray) -> float:
     step, reset = env.step, env.reset
     reset(seed=0)
-    start = time.perf_counter()
+    start = time.thread_time()
     for a in actions:
         _, _, terminated, truncated, _ = step(a)
         if terminated or truncated:
             reset()
-    return time.perf_counter() - start
+    return time.thread_time() - start
 
 
 def measure(make: Callable[[], gym.Env[Any, Any]], steps: int, repeats: int) -> dict[str, float]:
@@ -111,6 +119,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50_000)
     parser.add_argument("--repeats", type=int, default=21)
     args = parser.parse_args()
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     for label, make in (("trivially cheap env", make_cheap), ("CartPole-v1", make_cartpole)):
         ns = measure(make, args.steps, args.repeats)
         res = ns["RecordEpisodeStatistics"] - ns["bare"]
@@ -119,7 +128,7 @@ def main() -> None:
         print(f"  RecordEpisodeStatistics overhead {res:6.0f} ns/step")
         print(f"  palaestra.Monitor       overhead {mon:6.0f} ns/step")
         off = ns["no provenance"] - ns["bare"]
-        print(f"  ratio Monitor/RecordEpisodeStatistics overhead = {mon / res:.2f} (target <= 0.50)")
+        print(f"  ratio Monitor/RecordEpisodeStatistics overhead = {mon / res:.2f} (target <= 0.40)")
         print(f"  Monitor without provenance overhead {off:6.0f} ns/step")
         print(
             f"  ratio per-step time with/without provenance = {ns['palaestra.Monitor'] / ns['no provenance']:.3f}"

@@ -94,3 +94,17 @@ def test_unsolved_env_says_so():
     entry = catalogue.lookup("Pendulum-v1")
     assert entry is not None and entry.reward_threshold is None
     assert "no reward threshold" in entry.solving_rule
+
+
+def test_an_id_gymnasium_refuses_on_the_installed_engine_is_not_listed_as_runnable():
+    import importlib.metadata
+
+    version = pytest.importorskip("mujoco").__version__
+    assert importlib.metadata.version("mujoco") == version
+    entry = catalogue.lookup("Pusher-v4")
+    assert entry is not None
+    if int(version.split(".")[0]) >= 3:  # Gymnasium's Pusher-v4 raises on mujoco 3 and later
+        assert not entry.available and "Pusher-v5" in str(entry.unavailable_reason)
+    else:
+        assert entry.available
+    assert catalogue.lookup("Pusher-v5").available  # type: ignore[union-attr]

@@ -15,6 +15,7 @@ registry (``Acrobot-v1``: -100).
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
 import re
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ __all__ = [
     "GROUP_IDS",
     "EnvEntry",
     "Group",
+    "engine_of",
     "entries",
     "group",
     "judged_by_2017_registry",
@@ -232,8 +234,38 @@ def _unavailable_reason(env_id: str, entry_point: object, row: Env2017 | None) -
         if row.successor and row.successor not in gymnasium.registry:
             return f"made by Gymnasium's {row.successor}, which this Gymnasium does not register"
         return None
-    extra = engines.extra_for(entry_point)
-    return engines.missing(extra, env_id) if extra else None
+    extra = engine_of(entry_point, row)
+    return (engines.missing(extra, env_id) if extra else None) or _refused_by_engine_version(env_id)
+
+
+# Ids that Gymnasium registers but refuses to make on a newer engine (its constructor raises), with
+# the first major version it refuses and why: read from the installed version, not by importing it.
+_ENGINE_VERSION_LIMITS = {
+    "Pusher-v4": ("mujoco", 3, "Gymnasium makes Pusher-v4 only on mujoco<3 (Gymnasium issue 950); Pusher-v5 is its successor"),
+}
+
+
+def _refused_by_engine_version(env_id: str) -> str | None:
+    limit = _ENGINE_VERSION_LIMITS.get(env_id)
+    if limit is None:
+        return None
+    distribution, refused_from, why = limit
+    try:
+        major = int(importlib.metadata.version(distribution).split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
+    return why if major >= refused_from else None
+
+
+def engine_of(entry_point: object, row: Env2017 | None = None) -> str | None:
+    """The engine an id needs beyond the core, by the name of the extra that installs it (``box2d``,
+    ``atari``, ...; see :mod:`palaestra.envs.engines`), or ``None`` for an id the core runs: what
+    ``palaestra envs --all`` names for an id this installation cannot run."""
+    if not isinstance(entry_point, str):
+        return None
+    if row is not None and row.requires and entry_point.startswith(legacy.SUCCESSORS_MODULE):
+        return row.requires
+    return engines.extra_for(entry_point)
 
 
 @functools.cache

@@ -37,7 +37,13 @@ class ResultsSummary:
     reward_threshold: float | None
     training_episodes: int
     evaluation_episodes: int
+    #: every step: the training and evaluation episodes', and those of episodes reset before their end
     total_steps: int
+
+    @property
+    def training_timesteps(self) -> int:
+        """The steps of the completed training episodes: the scoreboard's "Training timesteps"."""
+        return int(self.stats["number_timesteps"])
 
     @property
     def episodes(self) -> int:
@@ -56,6 +62,7 @@ class ResultsSummary:
             "training_episodes": self.training_episodes,
             "evaluation_episodes": self.evaluation_episodes,
             "steps": self.total_steps,
+            "training_timesteps": self.training_timesteps,
             "videos": len(self.results["videos"]),
             "trials": self.trials,
             "reward_threshold": self.reward_threshold,
@@ -122,8 +129,14 @@ def format_summary(summary: ResultsSummary) -> str:
         f"Environment:         {summary.env_id}",
         f"Episodes:            {summary.episodes} ({summary.training_episodes} training, "
         f"{summary.evaluation_episodes} evaluation)",
-        f"Steps:               {summary.total_steps}",
+        # labelled as the scoreboard labels it, and the same number; all steps only where they differ
+        f"Training timesteps:  {summary.training_timesteps} (of the completed training episodes, as on the scoreboard)",
     ]
+    if summary.total_steps != summary.training_timesteps:
+        lines.append(
+            f"All steps:           {summary.total_steps} (with the evaluation episodes' and those of episodes "
+            "reset before they ended)"
+        )
     if s["seconds_in_total"] is not None:
         lines.append(f"Wall time:           {s['seconds_in_total']:.1f} s")
     lines.append(f"Videos:              {len(summary.results['videos'])}")

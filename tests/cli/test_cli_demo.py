@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import signal
 import socket
@@ -139,6 +140,27 @@ def test_demo_says_how_to_serve_its_data_again_and_that_command_serves_it(tmp_pa
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_demo_prints_its_story_alone_and_the_servers_log_goes_to_the_file_it_names(tmp_path: Path) -> None:
+    result = palaestra(
+        "demo", "--data-dir", "d", "--port", str(free_port()), "--episodes", "20", "--no-serve", "--progress", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    story = result.stdout.strip().splitlines()
+    assert [line.split(" ", 1)[0] for line in story] == [
+        "Starting", "Created", "", "Training", "Not", "Uploading", "Scoreboard:", "Your", "The",
+    ], story
+    log = Path(re.search(r"its log in (\S+)\) \.\.\.$", story[0]).group(1))  # type: ignore[union-attr]
+    assert log == tmp_path / "d" / "demo.log" and (log.stat().st_mode & 0o777) == 0o600
+    logged = log.read_text()
+    for noise in ('"GET /v1/health" 200', "readable by this user only", "Uploading data from manifest", "successfully uploaded"):
+        assert noise in logged and noise not in result.stdout + result.stderr, noise
+    # stderr: the progress bar, and nothing else
+    bar = result.stderr.replace("\r", "\n").strip().splitlines()
+    assert bar and all(line.startswith("CartPole-v1: ") or not line.strip() for line in bar), bar
+    assert "/20 [" in result.stderr
 
 
 def test_demo_rejects_a_bad_episode_count(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import palaestra
 from palaestra.envs import legacy
 from palaestra.envs.legacy.algorithmic import CopyEnv
 from palaestra.envs.legacy.safety import OffSwitchCartpoleEnv
+from palaestra.envs.legacy.toy_text import generalized_pareto
 
 # palaestra's re-implementations (the Atari ids, ale-py's code, have tests of their own: test_atari_2017.py)
 OWN_IDS = [
@@ -224,6 +225,15 @@ def test_kelly_generalized_draws_a_new_game_from_its_seed() -> None:
     env.reset(seed=5)
     assert (env.unwrapped.edge, env.unwrapped.max_wealth, env.unwrapped.max_rounds) == first
     assert env.action_space.n == int(first[1] * 100)
+
+
+@pytest.mark.parametrize("shape, location", [(5.0, 200.0), (0.5, 10.0), (0.0, 3.0), (-0.3, 5.0)])
+def test_the_generalized_games_cap_is_scipys_genpareto_draw_without_scipy(shape: float, location: float) -> None:
+    genpareto = pytest.importorskip("scipy.stats").genpareto  # scipy is a dev tool, not a dependency
+    for seed in range(500):
+        ours, scipys = np.random.RandomState(seed), np.random.RandomState(seed)
+        assert generalized_pareto(shape, location, ours) == genpareto.rvs(shape, location, random_state=scipys)
+        assert ours.normal() == scipys.normal()  # the same draws consumed: the game's next draw is 2017's
 
 
 def test_the_two_round_debugging_env_pays_by_both_actions() -> None:

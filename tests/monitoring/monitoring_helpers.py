@@ -78,3 +78,42 @@ def decoded_frames(path: str, height: int, width: int, channels: int) -> np.ndar
         check=True,
     )
     return np.frombuffer(done.stdout, np.uint8).reshape(-1, height, width, channels)
+
+
+class StableBaselinesStyleVecEnv:
+    """The surface of Stable-Baselines3's ``VecEnv`` (its ``DummyVecEnv``: sub-environments stepped in
+    turn, reset as each one's episode ends), which is not a ``gymnasium.Env``. SB3 needs PyTorch, too
+    heavy for the dev tools, so the Monitor's refusal and its hint are tested on this stand-in."""
+
+    def __init__(self, env_fns: list[Any]) -> None:
+        self.envs = [fn() for fn in env_fns]
+        self.num_envs = len(self.envs)
+        self.observation_space = self.envs[0].observation_space
+        self.action_space = self.envs[0].action_space
+        self._actions: list[Any] = []
+
+    def reset(self) -> list[Any]:
+        return [env.reset()[0] for env in self.envs]
+
+    def step_async(self, actions: list[Any]) -> None:
+        self._actions = list(actions)
+
+    def step_wait(self) -> tuple[list[Any], list[float], list[bool], list[dict[str, Any]]]:
+        observations, rewards, dones, infos = [], [], [], []
+        for env, action in zip(self.envs, self._actions):
+            obs, reward, terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                obs, _ = env.reset()
+            observations.append(obs)
+            rewards.append(float(reward))
+            dones.append(terminated or truncated)
+            infos.append(info)
+        return observations, rewards, dones, infos
+
+    def step(self, actions: list[Any]) -> tuple[list[Any], list[float], list[bool], list[dict[str, Any]]]:
+        self.step_async(actions)
+        return self.step_wait()
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()

@@ -16,7 +16,13 @@ import pytest
 import palaestra
 from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import files, open_monitors, vector_env_fns
-from tests.monitoring.monitoring_helpers import CountingEnv, play, register_counting_env
+from palaestra.monitoring import monitor as monitor_module
+from tests.monitoring.monitoring_helpers import (
+    CountingEnv,
+    StableBaselinesStyleVecEnv,
+    play,
+    register_counting_env,
+)
 
 
 def cartpole() -> gym.Env:
@@ -324,13 +330,50 @@ def test_vector_env_fns_refuse_an_occupied_directory(tmp_path):
         vector_env_fns([cartpole], tmp_path)
 
 
-def test_videos_are_off_with_one_log_line_without_a_render_mode(tmp_path, caplog):
+def test_videos_wanted_without_a_render_mode_warn_once_naming_the_fix(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(monitor_module, "_warned_without_video", set())  # once per process: start afresh
     with caplog.at_level(logging.INFO, logger="palaestra"):
-        env = palaestra.Monitor(cartpole(), tmp_path)
-        play(env, 2)
-        env.close()
-    assert sum("videos are off" in r.message for r in caplog.records) == 1
-    assert palaestra.load_results(tmp_path)["videos"] == []
+        for run in ("a", "b"):  # two Monitors of the same env id (as vector_env_fns makes): one warning
+            env = palaestra.Monitor(cartpole(), tmp_path / run)
+            play(env, 2)
+            env.close()
+    (warning,) = [r for r in caplog.records if "no videos" in r.message]
+    assert warning.levelno == logging.WARNING
+    assert 'render_mode="rgb_array"' in warning.message and "CartPole-v1" in warning.message
+    assert "video_callable=False" in warning.message
+    assert palaestra.load_results(tmp_path / "a")["videos"] == []
+
+
+def test_no_warning_when_videos_are_off_or_recorded_and_the_fix_fits_the_env(tmp_path, caplog, monkeypatch):
+    monkeypatch.setattr(monitor_module, "_warned_without_video", set())
+    with caplog.at_level(logging.INFO, logger="palaestra"):
+        palaestra.Monitor(cartpole(), tmp_path / "off", video_callable=False).close()
+        palaestra.Monitor(gym.make("CartPole-v1", render_mode="rgb_array"), tmp_path / "on").close()
+        assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+        # a text env is told to render text; an env that renders nothing gets no advice it cannot take
+        palaestra.Monitor(gym.make(register_counting_env()), tmp_path / "text").close()
+        palaestra.Monitor(gym.make("NChain-v0"), tmp_path / "nothing").close()
+    (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert 'render_mode="ansi"' in warning.message and "Counting-v0" in warning.message
+    assert any("NChain-v0, which renders no frames" in r.message for r in caplog.records)
+
+
+def test_a_stable_baselines_vec_env_is_refused_with_the_way_to_wrap_its_sub_environments(tmp_path):
+    vec_env = StableBaselinesStyleVecEnv([cartpole] * 4)
+    with pytest.raises(MonitorError) as refused:
+        palaestra.Monitor(vec_env, tmp_path)
+    message = str(refused.value)
+    assert "StableBaselinesStyleVecEnv" in message and "4 sub-environments" in message
+    assert "Stable-Baselines3's VecEnv" in message and "vector_env_fns([make_env] * n_envs, directory)" in message
+    assert not list(tmp_path.iterdir())  # nothing written
+    # the hint works: each sub-environment records, and the run loads as one
+    vec_env = StableBaselinesStyleVecEnv(vector_env_fns([cartpole] * 2, tmp_path / "run"))
+    vec_env.reset()
+    for _ in range(300):
+        vec_env.step([vec_env.action_space.sample() for _ in range(vec_env.num_envs)])
+    vec_env.close()
+    results = palaestra.load_results(tmp_path / "run")
+    assert len(results["manifests"]) == 2 and len(results["episode_lengths"]) >= 4
 
 
 def test_importing_palaestra_leaves_the_root_logger_alone():

@@ -12,19 +12,27 @@
 
 Each run records into a new ``<data-dir>/runs/CartPole-v1-<time>`` directory, so the demo can be run
 again on the same data directory: the scoreboard then lists every run.
+
+Its output is that story alone, with a progress bar while it trains (on a terminal, or with
+``--progress``): what else palaestra logs meanwhile (the server's startup lines and access log, the
+upload client's steps, the agent's notes) goes to ``<data-dir>/demo.log``, whose path it prints;
+warnings and errors are shown as well.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import shlex
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from palaestra.cli import add_progress_arguments
 from palaestra.cli.run import positive_int
 from palaestra.cli.server import cannot_listen
 from palaestra.errors import Error, StartupError
@@ -39,6 +47,7 @@ DEFAULT_SEED = 3
 DEFAULT_EPISODES = 1500
 USER = "demo"
 ALGORITHM = "palaestra-cem"
+LOG_NAME = "demo.log"
 
 logger = logging.getLogger("palaestra.demo")
 
@@ -85,6 +94,7 @@ def register(subparsers: Any) -> None:
         action="store_false",
         help="stop the scoreboard and exit once the run is uploaded",
     )
+    add_progress_arguments(parser)
     parser.set_defaults(handler=run)
 
 
@@ -125,20 +135,25 @@ def _create_key(config: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    data_dir = Path(args.data_dir).expanduser().absolute()
+    port = choose_port(args.host, args.port)
+    if args.port and port != args.port:
+        say(f"Port {args.port} is busy; using port {port} instead.")
+    # Everything the demo writes (database, blobs, runs, videos, the secret, its log) is this user's alone.
+    os.umask(0o077)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    with log_to_file(data_dir / LOG_NAME):
+        return _serve_and_run(args, data_dir, port)
+
+
+def _serve_and_run(args: argparse.Namespace, data_dir: Path, port: int) -> int:
     from palaestra.scoreboard.server.config import resolve_config
     from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 
-    data_dir = Path(args.data_dir).expanduser().absolute()
-    # Everything the demo writes (database, blobs, runs, videos, the secret) is this user's alone.
-    os.umask(0o077)
-    data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    port = choose_port(args.host, args.port)
-    if port != args.port:
-        say(f"Port {args.port} is busy; using port {port} instead.")
     # Embedded defaults whatever PALAESTRA_* variables say: SQLite and a blob folder in the data dir.
     config = resolve_config(data_dir=data_dir, host=args.host, port=port, environ={})
     scoreboard = EmbeddedScoreboard(config)
-    say(f"Starting the scoreboard on {scoreboard.url} (data in {data_dir}) ...")
+    say(f"Starting the scoreboard on {scoreboard.url} (data in {data_dir}, its log in {data_dir / LOG_NAME}) ...")
     scoreboard.start()
     serve_again = f"palaestra server --data-dir {shlex.quote(str(data_dir))} --port {port}"
     try:
@@ -156,6 +171,29 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def log_to_file(path: Path) -> Iterator[None]:
+    """While the demo runs, what palaestra logs goes to ``path`` (private: the access log names every
+    page asked for); the handlers already there (the command line's, on stderr) keep warnings and
+    errors only, so that the terminal shows the demo's story."""
+    palaestra_logger = logging.getLogger("palaestra")
+    os.close(os.open(path, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600))
+    to_file = logging.FileHandler(path, encoding="utf-8")
+    to_file.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s: %(message)s"))
+    others = list(palaestra_logger.handlers)
+    levels = [h.level for h in others]
+    for handler in others:
+        handler.setLevel(max(handler.level, logging.WARNING))
+    palaestra_logger.addHandler(to_file)
+    try:
+        yield
+    finally:
+        palaestra_logger.removeHandler(to_file)
+        to_file.close()
+        for handler, level in zip(others, levels):
+            handler.setLevel(level)
+
+
 def _main_job(args: argparse.Namespace, scoreboard: EmbeddedScoreboard, data_dir: Path) -> int:
     import httpx
 
@@ -171,7 +209,8 @@ def _main_job(args: argparse.Namespace, scoreboard: EmbeddedScoreboard, data_dir
         f"Training the cross-entropy-method agent on {ENV_ID} (seed {args.seed}), recording into {run_dir} ..."
     )
     summary = run_agent(
-        ENV_ID, "cem", run_dir, episodes=args.episodes, seed=args.seed, video=True, stop_when_solved=True
+        ENV_ID, "cem", run_dir, episodes=args.episodes, seed=args.seed, video=True, stop_when_solved=True,
+        progress=args.progress,
     )
     if summary.interrupted:
         raise KeyboardInterrupt
@@ -185,7 +224,7 @@ def _main_job(args: argparse.Namespace, scoreboard: EmbeddedScoreboard, data_dir
         say(
             f"Not solved within {summary.episodes} episodes (best {summary.trials}-episode mean {summary.best_mean})."
         )
-    say("Uploading ...")
+    say(f"Uploading the run and its {summary.videos} videos to the scoreboard ...")
     evaluation_id = upload(os.fspath(run_dir), algorithm_id=ALGORITHM, api_key=key, server=scoreboard.url)
     url = scoreboard.url + evaluation_web_path(evaluation_id)
     try:

@@ -49,6 +49,9 @@ KIND_BY_TYPE = {"t": 0, "e": 1}
 TYPE_BY_KIND = {0: "t", 1: "e"}
 KIND_ABANDONED = 2
 INITIAL_CAPACITY = 1024
+# bound once: append() runs at every episode's end, on the Monitor's hot path in short episodes
+_pack_record = RECORD.pack_into
+_pack_count = _COUNT.pack_into
 
 
 class JournalWriter:
@@ -79,13 +82,13 @@ class JournalWriter:
     def append(
         self, timestamp: float, reward: float, length: int, kind: int, truncated: bool, source: int = 0
     ) -> None:
-        if self.count == self._capacity:
-            self._grow(self.count + 1)
-        RECORD.pack_into(
-            self._map, HEADER_SIZE + self.count * RECORD_SIZE, timestamp, reward, length, kind, truncated, source
-        )
-        self.count += 1
-        _COUNT.pack_into(self._map, 8, self.count)
+        count = self.count
+        if count == self._capacity:
+            self._grow(count + 1)
+        view = self._view
+        _pack_record(view, HEADER_SIZE + count * RECORD_SIZE, timestamp, reward, length, kind, truncated, source)
+        self.count = count + 1
+        _pack_count(view, 8, count + 1)
 
     def reserve(self, n: int) -> int:
         """Make room for ``n`` more records; the index of the first, to fill through :attr:`columns`."""
@@ -113,11 +116,15 @@ class JournalWriter:
     def _map_columns(self) -> None:
         self._records = np.frombuffer(self._map, RECORD_DTYPE, self._capacity, HEADER_SIZE)
         self.columns = {name: self._records[name] for name in ("t", "r", "l", "kind", "truncated", "source")}
+        # struct packs into a memoryview of the mapping faster than into the mmap object itself
+        self._view = memoryview(self._map)
 
     def _unmap_columns(self) -> None:
-        # numpy views keep the mapping exported, and an exported mmap can be neither resized nor closed.
+        # numpy views and memoryviews keep the mapping exported, and an exported mmap can be neither
+        # resized nor closed.
         self.columns = {}
         del self._records
+        self._view.release()
 
     def _grow(self, needed: int) -> None:
         while self._capacity < needed:

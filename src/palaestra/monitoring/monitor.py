@@ -124,19 +124,59 @@ def prepare_offscreen_rendering() -> None:
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 
-def video_mode_for(render_mode: str | None, env_id: str | None) -> str | None:
-    """The render mode the Monitor records videos in (``None``: no videos, with a line saying why)."""
+# (env id, render mode) pairs already warned about: one warning per process, not one per Monitor of
+# the same env (vector_env_fns makes one per sub-environment)
+_warned_without_video: set[tuple[str | None, str | None]] = set()
+
+
+def video_mode_for(
+    render_mode: str | None, env_id: str | None, render_modes: Sequence[str] | None = None
+) -> str | None:
+    """The render mode the Monitor records videos in; called only when videos are wanted.
+
+    ``None``: no videos, said once per process for each env id and render mode. An env that could
+    render (``render_modes``, its ``metadata["render_modes"]``, where known) gets a warning naming
+    the fix; one that renders no frames at all, an info line.
+    """
     if render_mode in VIDEO_RENDER_MODES:
         if render_mode != "ansi":
             prepare_offscreen_rendering()
         return render_mode
-    logger.info(
-        "Monitor: videos are off for %s because its render_mode is %r; create the environment with "
-        "render_mode='rgb_array' (mp4) or 'ansi' (terminal recording) to record videos.",
+    if (env_id, render_mode) in _warned_without_video:
+        return None
+    _warned_without_video.add((env_id, render_mode))
+    usable = [m for m in ("rgb_array", "ansi") if render_modes is None or m in render_modes]
+    if not usable:
+        logger.info("Monitor: no videos of %s, which renders no frames (its render modes: %s).", env_id, render_modes)
+        return None
+    logger.warning(
+        "Monitor: no videos of %s, because it was made with render_mode=%r. To record videos, make it "
+        "with render_mode=\"%s\", e.g. gymnasium.make(%r, render_mode=\"%s\"); to record without "
+        "videos, pass video_callable=False.",
         env_id,
         render_mode,
+        usable[0],
+        env_id or "ENV_ID",
+        usable[0],
     )
     return None
+
+
+def refuse_stable_baselines_vec_env(env: Any) -> None:
+    """Stable-Baselines3's ``VecEnv`` is not a ``gymnasium.Env`` (nor a ``gymnasium.vector.VectorEnv``),
+    so Gymnasium's ``Wrapper`` would refuse it with a bare ``TypeError``: say what to do instead.
+    Duck-typed, so that palaestra needs no SB3 to recognise it."""
+    if isinstance(env, gymnasium.Env) or not all(hasattr(env, name) for name in ("num_envs", "step_async", "step_wait")):
+        return
+    kind = f"{type(env).__module__}.{type(env).__qualname__}"
+    raise MonitorError(
+        f"palaestra.Monitor was given a {kind}, a vectorized environment of {env.num_envs} "
+        "sub-environments in Stable-Baselines3's VecEnv API, not a gymnasium.Env. Wrap each "
+        "sub-environment in a Monitor instead, where it is made: "
+        "SubprocVecEnv(palaestra.monitoring.vector_env_fns([make_env] * n_envs, directory)) (or "
+        "DummyVecEnv(...)), where make_env returns one gymnasium env; every sub-environment (in any "
+        "worker process) then records into the directory, and load_results and upload read them as one run."
+    )
 
 
 def prepare_directory(directory: str | os.PathLike[str], force: bool = False, resume: bool = False) -> str:
@@ -188,6 +228,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             from palaestra.monitoring.vector import VectorMonitor
 
             return VectorMonitor(env, *args, **kwargs)
+        refuse_stable_baselines_vec_env(env)
         return super().__new__(cls)
 
     def __init__(
@@ -247,8 +288,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     # case (an episode running, no video); the other states set ``_step_override`` (``_refuse_step``
     # before reset / after the end, ``_step_first`` on an episode's first step, ``_step_true_reward``
     # for envs that report a true reward, ``_step_recording`` while a video is being recorded). One check
-    # and three attribute updates per step: well under half of RecordEpisodeStatistics' overhead
-    # (bench/monitor_overhead.py).
+    # and two attribute updates per step; the episode's end, the reset and the first step keep to the
+    # fewest calls, since in short episodes they weigh too: under 0.4 of RecordEpisodeStatistics'
+    # overhead (bench/monitor_overhead.py).
     def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         if self._step_override is not None:
             return self._step_override(action)
@@ -256,7 +298,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         self._episode_steps += 1
         self._episode_reward += result[1]  # type: ignore[operator]
         if result[2] or result[3]:
-            self._end_episode(bool(result[3]) and not result[2])
+            self._end_episode(result[2], result[3])
         return result
 
     def _step_recording(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -270,8 +312,17 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     # step of each episode, so the common path above stays free of the check (bench/monitor_overhead.py).
     def _step_first(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         result = self.env.step(action)
-        self._set_step(self._step_true_reward if "true_reward" in result[4] else None)
-        return self._record(result, result[4].get("true_reward", result[1]))
+        info = result[4]
+        if "true_reward" in info:
+            self._step_override = self._step_true_reward
+            return self._record(result, info["true_reward"])
+        self._step_override = None
+        # (step()'s common path, inline: a call fewer per episode)
+        self._episode_steps += 1
+        self._episode_reward += result[1]  # type: ignore[operator]
+        if result[2] or result[3]:
+            self._end_episode(result[2], result[3])
+        return result
 
     def _step_true_reward(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         result = self.env.step(action)
@@ -283,7 +334,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         self._episode_steps += 1
         self._episode_reward += reward  # type: ignore[operator]
         if result[2] or result[3]:
-            self._end_episode(bool(result[3]) and not result[2])
+            self._end_episode(result[2], result[3])
         return result
 
     def _refuse_step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -300,7 +351,8 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             return self.env.reset(seed=seed, options=options)
         if self._needs_reset is None and self._episode_steps > 0:
             self.stats_recorder.record_abandoned(self._episode_steps)
-        self._close_video_recorder()
+        if self._recorder is not None:
+            self._close_video_recorder()
         if not self._started:
             self._start_files()
         if self._provenance is not None:
@@ -310,8 +362,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         self._episode_reward = 0.0
         self._episode_type = self.stats_recorder.type
         self._needs_reset = None
-        self._set_step(self._step_first)
-        self._start_video_recorder()
+        self._step_override = self._step_first
+        if self._video_mode is not None:
+            self._start_video_recorder(self.episode_id)
         self.episode_id += 1
         if self.write_upon_reset:
             self._flush()
@@ -386,31 +439,31 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             "you cannot step beyond the end of an episode. Call 'env.reset()' to start the next episode."
         )
 
-    def _end_episode(self, truncated: bool) -> None:
+    def _end_episode(self, terminated: bool, truncated: bool) -> None:
         self.stats_recorder.record_episode(
-            self._episode_steps, float(self._episode_reward), truncated, self._episode_type
+            self._episode_steps, self._episode_reward, bool(truncated) and not terminated, self._episode_type
         )
         self._needs_reset = "done"
-        self._set_step(self._refuse_step)
-        self._close_video_recorder()
+        self._step_override = self._refuse_step
+        if self._recorder is not None:
+            self._close_video_recorder()
 
     def _choose_video_mode(self) -> str | None:
         if self.video_callable is disable_videos:
             return None
-        mode = video_mode_for(getattr(self.env, "render_mode", None), self.env_id)
+        render_modes = (getattr(self.env, "metadata", None) or {}).get("render_modes")
+        mode = video_mode_for(getattr(self.env, "render_mode", None), self.env_id, render_modes)
         if mode is not None and mode != "ansi":
             announce_mujoco_backend(self.env)
         return mode
 
-    def _start_video_recorder(self) -> None:
-        if self._video_mode is None or not self.video_callable(self.episode_id):
+    def _start_video_recorder(self, episode_id: int) -> None:
+        if not self.video_callable(episode_id):
             return
         from palaestra.monitoring.video import VideoRecorder
 
-        base_path = os.path.join(self.directory, files.video_base_name(self.file_infix, self.episode_id))
-        self._recorder = VideoRecorder(
-            self.env, base_path=base_path, metadata={"episode_id": self.episode_id}
-        )
+        base_path = os.path.join(self.directory, files.video_base_name(self.file_infix, episode_id))
+        self._recorder = VideoRecorder(self.env, base_path=base_path, metadata={"episode_id": episode_id})
         self._recorder.capture_frame()
         self._set_step(self._step_recording)
 

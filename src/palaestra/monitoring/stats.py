@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, SupportsFloat
 
 import numpy as np
 
@@ -88,7 +88,9 @@ class StatsRecorder:
         if journal is not None:
             journal.set_initial_reset_timestamp(self.initial_reset_timestamp)
 
-    def record_episode(self, length: int, reward: float, truncated: bool, episode_type: str) -> None:
+    # Called once per episode, so on the Monitor's hot path in short episodes: the journal is looked
+    # up once (it is open from start() to close()), and the lists take one append each.
+    def record_episode(self, length: int, reward: SupportsFloat, truncated: bool, episode_type: str) -> None:
         """Append one completed episode (called once, at ``terminated or truncated``)."""
         now = time.time()
         reward = float(reward)
@@ -96,9 +98,9 @@ class StatsRecorder:
         self.episode_lengths.append(length)
         self.episode_rewards.append(reward)
         self.episode_types.append(episode_type)
-        self.episode_truncated.append(bool(truncated))
+        self.episode_truncated.append(truncated)
         self.total_steps += length
-        journal = self._journal()
+        journal = self._journal_writer if self._journal_writer is not None else self._journal()
         if journal is not None:
             journal.append(now, reward, length, KIND_BY_TYPE[episode_type], truncated)
 

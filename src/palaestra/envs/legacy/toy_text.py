@@ -21,6 +21,7 @@ record it); the others, as in 2017, do not render.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any, SupportsFloat
 
@@ -133,6 +134,19 @@ class KellyCoinflipEnv(_ToyText):
         return None
 
 
+def generalized_pareto(shape: float, location: float, random: np.random.RandomState) -> float:
+    """One draw of the generalized Pareto distribution (scale 1), by inverting its CDF at a uniform draw.
+
+    The same number from the same generator state as 2017's ``scipy.stats.genpareto.rvs(shape,
+    location, random_state=random)``, whose generic sampler does exactly this (one uniform, then
+    ``ppf(u) = expm1(-shape * log1p(-u)) / shape``; ``-log1p(-u)`` at shape 0), so that a core install
+    needs no scipy (tests/envs/test_legacy_envs.py compares the two).
+    """
+    log_survival = math.log1p(-random.uniform())
+    quantile = -log_survival if shape == 0 else math.expm1(-shape * log_survival) / shape
+    return quantile + location
+
+
 class KellyCoinflipGeneralizedEnv(KellyCoinflipEnv):
     """The Kelly coinflip game with its edge, wealth cap and length hidden and drawn for each game.
 
@@ -164,12 +178,10 @@ class KellyCoinflipGeneralizedEnv(KellyCoinflipEnv):
         self.observation_space = spaces.Tuple((wealth, counts, counts, counts, wealth))
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
-        from scipy.stats import genpareto
-
         random = self._seed_2017(seed)
         edge = random.beta(*self.edge_prior)
         alpha, m = self.max_wealth_prior
-        max_wealth = min(round(genpareto.rvs(alpha, m, random_state=random)), _LARGEST_CAP)
+        max_wealth = min(round(generalized_pareto(alpha, m, random)), _LARGEST_CAP)
         max_rounds = round(random.normal(*self.max_rounds_prior))
         self._set_game(edge, max_wealth, max_rounds)
         self._started = True

@@ -36,7 +36,7 @@ from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web.provenance_view import provenance_view
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import blob_store, database
-from palaestra.scoreboard.server.web.views import Download, VideoView
+from palaestra.scoreboard.server.web.views import Download, VideoView, video_titles
 
 logger = logging.getLogger("palaestra.scoreboard.web")
 
@@ -310,8 +310,8 @@ def _last_frame_text(store: BlobStore, key: str, sha256: str | None) -> str | No
 def _video_views(request: Request, ev: EvaluationRecord) -> list[VideoView]:
     base = f"/evaluations/{ev.id}/videos"
     return [
-        VideoView(v, f"{base}/{v.name}", f"{base}/{v.metadata_name}", _terminal_fallback(request, v))
-        for v in ev.videos
+        VideoView(v, f"{base}/{v.name}", f"{base}/{v.metadata_name}", _terminal_fallback(request, v), title)
+        for v, title in zip(ev.videos, video_titles(ev.videos))
     ]
 
 
@@ -359,7 +359,7 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         ]
     downloads.append(Download("Evaluation (JSON, API)", f"/v1/evaluations/{ev.id}"))
     for v in videos:
-        downloads.append(Download(f"Video of episode {v.video.episode_id} ({v.video.name})", v.url))
+        downloads.append(Download(f"Video of {v.title.replace('Episode', 'episode', 1)} ({v.video.name})", v.url))
     best = None
     ladder_links: list[tuple[str, str]] = []
     if ev.env_id:

@@ -6,7 +6,9 @@ record the API answers with too.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -172,6 +174,28 @@ class VideoView:
     url: str
     meta_url: str
     text_frame: str | None = None
+    #: the card's title: ``Episode 3``, and which Monitor recorded it where several share the episode id
+    title: str = ""
+
+
+# the Monitor's video names: openaigym.video.{monitor id}.{uid}.video{episode:06}.{ext} (uid: the pid
+# by default; a vector Monitor's sub-environment adds -{index})
+_VIDEO_NAME_RE = re.compile(r"^openaigym\.video\.(?P<monitor>\d+)\.(?P<uid>.+)\.video\d+\.")
+
+
+def video_titles(videos: Sequence[StoredVideo]) -> list[str]:
+    """The title of each video's card: ``Episode 3``. A run recorded by several processes or
+    sub-environments has several videos of each episode id, so there each title also says which
+    Monitor recorded it (``Episode 0 · uid 4242, monitor 0``, from the file name)."""
+    counts = Counter(v.episode_id for v in videos)
+    titles = []
+    for v in videos:
+        title = f"Episode {'?' if v.episode_id is None else v.episode_id}"
+        if counts[v.episode_id] > 1:
+            match = _VIDEO_NAME_RE.match(v.name)
+            title += f" · uid {match['uid']}, monitor {match['monitor']}" if match else f" · {v.name}"
+        titles.append(title)
+    return titles
 
 
 @dataclass(frozen=True)
