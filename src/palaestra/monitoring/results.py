@@ -230,6 +230,17 @@ def merge_stats_files(stats_files: list[str], journals: list[JournalSource | Non
     * ``episode_types`` is cut to the number of completed episodes per file (2017 appended the type
       at reset, leaving one extra entry for an unfinished last episode).
     """
+    journal_cache: dict[str, Any] = {}
+    docs = [
+        read_stats_file(path, journal, journal_cache)
+        for path, journal in zip(stats_files, journals or [None] * len(stats_files), strict=True)
+    ]
+    return merge_stats_documents(docs)
+
+
+def merge_stats_documents(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`merge_stats_files` on stats documents already read, in manifest order (the scoreboard
+    merges the sources of a live run with it, so that sealing one equals uploading its directory)."""
     timestamps: list[float] = []
     lengths: list[int] = []
     rewards: list[float] = []
@@ -239,9 +250,7 @@ def merge_stats_files(stats_files: list[str], journals: list[JournalSource | Non
     initial_resets: list[float] = []
     abandoned: list[tuple[float, int]] = []
     any_types = False
-    journal_cache: dict[str, Any] = {}
-    for path, journal in zip(stats_files, journals or [None] * len(stats_files), strict=True):
-        doc = read_stats_file(path, journal, journal_cache)
+    for doc in docs:
         abandoned.extend(zip(doc.get("abandoned_timestamps") or [], doc.get("abandoned_steps") or []))
         n = len(doc["timestamps"])
         if n == 0:

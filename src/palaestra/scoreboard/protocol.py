@@ -95,6 +95,7 @@ ID_PREFIX = {
     "algorithm": "alg_",
     "request": "req_",
     "api_key": "key_",
+    "live_evaluation": "live_",
 }
 
 #: Error ``type`` meaning "no particular parameter" (the 2017 client maps it to ``param=None``).

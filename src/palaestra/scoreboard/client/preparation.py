@@ -42,6 +42,7 @@ __all__ = [
     "PreparedDirectory",
     "check_benchmark",
     "check_open_monitors",
+    "encode_episode_batch",
     "prepare_benchmark_run",
     "prepare_training_directory",
     "subsample_videos",
@@ -115,6 +116,12 @@ def episode_batch_document(results: Any, training_dir: str) -> dict[str, Any]:
     return doc
 
 
+def encode_episode_batch(results: Any, training_dir: str) -> bytes:
+    """The bytes of the episode batch that goes up for ``results``: also what the scoreboard stores
+    when it seals a live run (:mod:`palaestra.scoreboard.server.live`), so the two are the same bytes."""
+    return json.dumps(episode_batch_document(results, training_dir), separators=(",", ":")).encode("utf-8")
+
+
 def usable_videos(videos: Sequence[tuple[str, str]], training_dir: str) -> list[tuple[str, str]]:
     """The videos to upload: missing files are an error; broken or empty recordings are skipped."""
     usable = []
@@ -172,8 +179,7 @@ def prepare_training_directory(
     episodes = len(results["episode_lengths"])
     batch = None
     if episodes:
-        doc = episode_batch_document(results, directory)
-        batch = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        batch = encode_episode_batch(results, directory)
     videos: list[tuple[str, str]] = []
     if not skip_videos and results["videos"]:
         videos = usable_videos(results["videos"], directory)

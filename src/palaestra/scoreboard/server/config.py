@@ -15,6 +15,7 @@ from typing import Any
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.live_protocol import LIVE_ABANDONED_AFTER_S
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -61,6 +62,7 @@ ENV_LIMITS = {
     "PALAESTRA_GC_INTERVAL_S": "gc_interval_s",
     "PALAESTRA_GC_GRACE_S": "gc_grace_s",
     "PALAESTRA_IDEMPOTENCY_TTL_S": "idempotency_ttl_s",
+    "PALAESTRA_LIVE_ABANDONED_AFTER_S": "live_abandoned_after_s",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -114,6 +116,8 @@ class ServerConfig:
     gc_grace_s: int = DEFAULT_GC_GRACE_S
     #: age after which gc removes a stored ``Idempotency-Key`` answer
     idempotency_ttl_s: int = DEFAULT_IDEMPOTENCY_TTL_S
+    #: seconds without a new episode after which a live run in progress is shown as abandoned
+    live_abandoned_after_s: int = LIVE_ABANDONED_AFTER_S
     #: apply Alembic migrations when the app starts
     migrate_on_start: bool = True
     #: run the busiest handlers on the event loop (``None``: when :attr:`database_is_local`)
