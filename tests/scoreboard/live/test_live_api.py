@@ -36,8 +36,12 @@ def _create(server: ScoreboardServer, key: str | None = None) -> str:
     return str(r.json()["id"])
 
 
-def _post_chunk(server: ScoreboardServer, live_id: str, chunk: dict[str, Any], key: str | None = None) -> httpx.Response:
-    return httpx.post(f"{server.url}{LIVE}/{live_id}/chunks", json=chunk, headers=_headers(key or server.api_key))
+def _post_chunk(
+    server: ScoreboardServer, live_id: str, chunk: dict[str, Any], key: str | None = None
+) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}{LIVE}/{live_id}/chunks", json=chunk, headers=_headers(key or server.api_key)
+    )
 
 
 def _state(server: ScoreboardServer, live_id: str) -> dict[str, Any]:
@@ -92,11 +96,15 @@ def test_another_users_key_an_oversized_chunk_and_a_malformed_one_are_refused(
     assert r.status_code == 400, r.text
     assert "episode_rewards has 1 entries" in r.text
     assert _state(scoreboard_server, live_id)["episodes"] == 0
-    sealed = httpx.post(f"{scoreboard_server.url}{LIVE}/{live_id}/seal", headers=_headers(scoreboard_server.api_key))
+    sealed = httpx.post(
+        f"{scoreboard_server.url}{LIVE}/{live_id}/seal", headers=_headers(scoreboard_server.api_key)
+    )
     assert sealed.status_code == 400 and "no episodes" in sealed.json()["detail"]
 
 
-def test_seal_makes_an_evaluation_once_and_later_chunks_are_refused(scoreboard_server: ScoreboardServer) -> None:
+def test_seal_makes_an_evaluation_once_and_later_chunks_are_refused(
+    scoreboard_server: ScoreboardServer,
+) -> None:
     live_id = _create(scoreboard_server)
     _post_chunk(scoreboard_server, live_id, _chunk("s", 0, 120))
     url = f"{scoreboard_server.url}{LIVE}/{live_id}/seal"
