@@ -26,7 +26,7 @@ from palaestra.scoreboard.server.records import (
     evaluation_select,
 )
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
-from palaestra.scoreboard.server.web import aggregate, compare, curves, queries
+from palaestra.scoreboard.server.web import aggregate, compare, curves, live_pages, queries
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import blob_store, database
@@ -121,7 +121,8 @@ def env_page(
         if header is None:
             return not_found(request, f"No environment {env_id!r} is known to this scoreboard.")
         rows, pager = queries.leaderboard(session, env_id, sort, _page_number(page), request.url.path)
-    return render(request, "env.html", env=header, rows=rows, page=pager)
+        running = live_pages.in_progress_rows(request, session, live_pages.env_filter(env_id))
+    return render(request, "env.html", env=header, rows=rows, page=pager, live_runs=running)
 
 
 # -- users and algorithms ----------------------------------------------------------------------------
@@ -150,6 +151,7 @@ def user_page(request: Request, name: str, page: str = Query("1", max_length=12)
         if row is None:
             return not_found(request, f"No user {name!r}.")
         rows, pager = queries.user_evaluations(session, row, _page_number(page), request.url.path)
+        running = live_pages.in_progress_rows(request, session, live_pages.user_filter(row.seq))
     facts = [("Member since", row.created.strftime("%Y-%m-%d") if row.created else "—")]
     return render(
         request,
@@ -163,6 +165,7 @@ def user_page(request: Request, name: str, page: str = Query("1", max_length=12)
         show_algorithm=True,
         show_user=False,
         nav="users",
+        live_runs=running,
     )
 
 
