@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -101,3 +102,40 @@ def test_a_killed_training_process_leaves_an_abandoned_evaluation_with_every_jou
     evaluation_id = cli(server, "upload", "--seal", live_id)["id"]
     assert _evaluation(server, evaluation_id)["score"]["number_episodes"] == journalled
     assert live_state(server, live_id)["status"] == "sealed"
+
+
+BACKGROUND_SCRIPT = r"""
+import sys
+import gymnasium as gym
+import palaestra
+from palaestra.scoreboard.client.follow import follow_in_background
+
+directory, server, key = sys.argv[1:4]
+env = palaestra.Monitor(gym.make("CartPole-v1"), directory, video_callable=False)
+follow_in_background(directory, server=server, api_key=key, interval=0.2)
+for i in range(30):
+    env.reset(seed=i)
+    done = False
+    while not done:
+        _, _, term, trunc, _ = env.step(env.action_space.sample())
+        done = term or trunc
+env.close()
+"""
+
+
+def test_a_run_followed_from_its_own_process_is_sealed_when_it_ends(
+    scoreboard_server: ScoreboardServer, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    result = subprocess.run(
+        [sys.executable, "-c", BACKGROUND_SCRIPT, str(run), scoreboard_server.url, scoreboard_server.api_key],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    live_id = live_id_of(run)
+    assert live_id is not None
+    state = live_state(scoreboard_server, live_id)
+    assert state["status"] == "sealed" and state["episodes"] == 30
+    assert _evaluation(scoreboard_server, state["evaluation_id"])["score"]["number_episodes"] == 30
