@@ -125,3 +125,20 @@ def test_seal_makes_an_evaluation_once_and_later_chunks_are_refused(
 def test_creating_needs_the_env(scoreboard_server: ScoreboardServer, missing: str) -> None:
     r = httpx.post(scoreboard_server.url + LIVE, json={}, headers=_headers(scoreboard_server.api_key))
     assert r.status_code in (400, 422) and missing in r.text
+
+
+def test_on_postgresql_chunks_are_idempotent_and_the_seal_is_the_upload_of_the_same_episodes(
+    scoreboard_factory: Any, postgres_url: str
+) -> None:
+    server: ScoreboardServer = scoreboard_factory(database_url=postgres_url)
+    live_id = _create(server)
+    assert _post_chunk(server, live_id, _chunk("a", 0, 50)).json()["applied"] is True
+    assert _post_chunk(server, live_id, _chunk("a", 0, 50)).json()["applied"] is False
+    assert _post_chunk(server, live_id, _chunk("b", 3, 1)).status_code == 409
+    assert _post_chunk(server, live_id, _chunk("b", 0, 60, t0=1000.5)).status_code == 200
+    sealed = httpx.post(f"{server.url}{LIVE}/{live_id}/seal", headers=_headers(server.api_key)).json()
+    evaluation = httpx.get(f"{server.url}/v1/evaluations/{sealed['evaluation_id']}").json()
+    assert evaluation["score"]["number_episodes"] == 110
+    batch = httpx.get(f"{server.url}/evaluations/{sealed['evaluation_id']}/episode_batch.json").json()
+    assert batch["data_sources"].count(0) == 50 and batch["data_sources"].count(1) == 60
+    assert batch["timestamps"] == sorted(batch["timestamps"])
