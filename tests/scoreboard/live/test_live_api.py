@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -142,3 +143,20 @@ def test_on_postgresql_chunks_are_idempotent_and_the_seal_is_the_upload_of_the_s
     batch = httpx.get(f"{server.url}/evaluations/{sealed['evaluation_id']}/episode_batch.json").json()
     assert batch["data_sources"].count(0) == 50 and batch["data_sources"].count(1) == 60
     assert batch["timestamps"] == sorted(batch["timestamps"])
+
+
+def test_compare_draws_a_running_evaluation_labelled_as_in_progress(scoreboard_server: ScoreboardServer) -> None:
+    running = _create(scoreboard_server)
+    _post_chunk(scoreboard_server, running, _chunk("s", 0, 30))
+    finished = _create(scoreboard_server)
+    _post_chunk(scoreboard_server, finished, _chunk("s", 0, 20))
+    evaluation_id = httpx.post(
+        f"{scoreboard_server.url}{LIVE}/{finished}/seal", headers=_headers(scoreboard_server.api_key)
+    ).json()["evaluation_id"]
+    page = httpx.get(f"{scoreboard_server.url}/compare", params=[("e", running), ("e", evaluation_id)])
+    assert page.status_code == 200
+    chart = json.loads(page.text.split('id="compare-data">', 1)[1].split("</script>", 1)[0])
+    labels = {line["id"]: line["label"] for line in chart["series"]}
+    assert labels[running].endswith("(in progress)") and not labels[evaluation_id].endswith("(in progress)")
+    assert len(next(line for line in chart["series"] if line["id"] == running)["reward"]) == 30
+    assert f'href="/live/{running}"' in page.text

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from palaestra.scoreboard.protocol import ID_PREFIX
 from palaestra.scoreboard.server.records import EvaluationRecord
 
 __all__ = [
@@ -107,7 +108,8 @@ class ComparedEvaluation:
 
 def _label(ev: EvaluationRecord) -> str:
     algorithm = (ev.algorithm.name or ev.algorithm.id) if ev.algorithm else "unnamed"
-    return f"{algorithm} · {ev.owner or 'anonymous'} · {ev.id}"
+    running = " (in progress)" if ev.id.startswith(ID_PREFIX["live_evaluation"]) else ""
+    return f"{algorithm} · {ev.owner or 'anonymous'} · {ev.id}{running}"
 
 
 def chart_data(

@@ -14,17 +14,22 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from palaestra.monitoring.results import merge_stats_documents
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.client.preparation import episode_batch_document
 from palaestra.scoreboard.live_protocol import live_web_path
 from palaestra.scoreboard.server import live
-from palaestra.scoreboard.server.db import User
+from palaestra.scoreboard.server.db import Evaluation, User, snapshot
 from palaestra.scoreboard.server.deps import state_of
+from palaestra.scoreboard.server.ingest import score_batch
 from palaestra.scoreboard.server.live_tables import LiveEpisode, LiveEvaluation
 from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.records import EvaluationRecord
+from palaestra.scoreboard.server.web import curves
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import database
 
-__all__ = ["LiveRow", "in_progress_rows", "router"]
+__all__ = ["LiveRow", "compared_live", "in_progress_rows", "is_live_id", "router"]
 
 router = APIRouter(include_in_schema=False)
 #: Points of the live reward curve sent to the page (episodes are pooled into this many buckets).
@@ -141,3 +146,43 @@ def env_filter(env_id: str) -> Any:
 
 def user_filter(user_seq: int) -> Any:
     return LiveEvaluation.user_seq == user_seq
+
+
+# -- compare -----------------------------------------------------------------------------------------
+
+
+def is_live_id(object_id: str) -> bool:
+    return object_id.startswith(protocol.ID_PREFIX["live_evaluation"])
+
+
+def compared_live(
+    request: Request, live_ids: list[str]
+) -> dict[str, tuple[EvaluationRecord, dict[str, Any] | None]]:
+    """Live runs to draw on the compare page, by id: a record scored on the episodes received so far
+    (for display only: nothing is stored) and its curves, from ``live_episodes``."""
+    found: dict[str, tuple[EvaluationRecord, dict[str, Any] | None]] = {}
+    with database(request).read() as session:
+        for live_id in live_ids:
+            try:
+                run, _sources, owner = live.load_live(session, live_id)
+            except Problem:
+                continue
+            merged = merge_stats_documents(live.stored_documents(session, run.seq))
+            if not merged["timestamps"]:
+                continue
+            batch = protocol.EpisodeBatch.model_construct(**episode_batch_document(merged, live_id))
+            scoring = score_batch(batch, run.env_id, run.gym_version)
+            values = {
+                "id": run.id,
+                "env_id": run.env_id,
+                "env_listed": scoring.listed,
+                "created": run.created,
+                "videos": [],
+                **scoring.columns(),
+            }
+            record = EvaluationRecord.of(snapshot(Evaluation, values), None, None, owner)
+            data = curves.from_episode_batch(
+                batch.enriched(run.env_id), scoring.score.trials, scoring.score.reward_threshold
+            )
+            found[live_id] = (record, data)
+    return found

@@ -341,12 +341,15 @@ def compare_page(
     with database(request).read() as session:
         rows = session.execute(evaluation_select().where(Evaluation.id.in_(ids))).all() if ids else []
     found = {r.id: r for r in map(evaluation_record, rows)}
+    running = live_pages.compared_live(request, [i for i in ids if live_pages.is_live_id(i)])
+    found.update({i: record for i, (record, _) in running.items()})
     records = [found[i] for i in ids if i in found]
     missing = [i for i in ids if i not in found]
     if ids and not records:
         listed = ", ".join(repr(i) for i in missing)
         return not_found(request, f"No evaluation {listed}: nothing to compare.")
-    compared, data = compare.chart_data(records, [_curves(request, ev) for ev in records])
+    lines = [running[ev.id][1] if ev.id in running else _curves(request, ev) for ev in records]
+    compared, data = compare.chart_data(records, lines)
     return render(
         request,
         "compare.html",
