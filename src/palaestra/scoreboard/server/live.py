@@ -1,7 +1,7 @@
 """Live runs on the server: created, appended to chunk by chunk, sealed into an evaluation.
 
 - :func:`create_live`: a new live evaluation, in progress;
-- :func:`apply_chunk`: one source's next episodes, appended to ``live_episodes`` in one transaction
+- :func:`apply_chunk`: one source's next episodes, appended to ``live_chunks`` in one transaction
   that also advances the source's position and the run's counters (episodes, timesteps, the recent
   rewards): the episode table is derived once, as the chunk arrives. A chunk already applied is
   acknowledged and changes nothing; a gap or a partial overlap is refused with the next expected start;
@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -38,7 +37,7 @@ from palaestra.scoreboard.live_protocol import (
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.db import FileRecord, User, utcnow
 from palaestra.scoreboard.server.ids import new_id
-from palaestra.scoreboard.server.live_tables import LiveEpisode, LiveEvaluation, LiveSource
+from palaestra.scoreboard.server.live_tables import LiveChunkRecord, LiveEvaluation, LiveSource
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import sha256_of
@@ -121,6 +120,41 @@ def _own_live(session: Session, principal: Principal, live_id: str, *, for_updat
     return live
 
 
+_LIVE: sa.Table = LiveEvaluation.__table__  # type: ignore[assignment]
+_SOURCES: sa.Table = LiveSource.__table__  # type: ignore[assignment]
+_CHUNKS: sa.Table = LiveChunkRecord.__table__  # type: ignore[assignment]
+# Core statements, built once: an update is five short statements in one transaction (the ORM's
+# unit of work made it twice as expensive, bench/live_follow.py).
+_LIVE_FOR_CHUNK = sa.select(
+    _LIVE.c.seq, _LIVE.c.user_seq, _LIVE.c.status, _LIVE.c.evaluation_id, _LIVE.c.recent_rewards
+).where(_LIVE.c.id == sa.bindparam("live_id"))
+_SOURCE = sa.select(_SOURCES.c.number, _SOURCES.c.position, _SOURCES.c.initial_reset_timestamp).where(
+    _SOURCES.c.live_seq == sa.bindparam("live_seq"), _SOURCES.c.name == sa.bindparam("name")
+)
+_SOURCE_COUNT = (
+    sa.select(sa.func.count()).select_from(_SOURCES).where(_SOURCES.c.live_seq == sa.bindparam("live_seq"))
+)
+_ADVANCE_SOURCE = (
+    sa.update(_SOURCES)
+    .where(
+        _SOURCES.c.live_seq == sa.bindparam("b_live"),
+        _SOURCES.c.number == sa.bindparam("b_number"),
+        _SOURCES.c.position == sa.bindparam("old_position"),
+    )
+    .values(position=sa.bindparam("new_position"), initial_reset_timestamp=sa.bindparam("initial"))
+)
+_COUNT_EPISODES = (
+    sa.update(_LIVE)
+    .where(_LIVE.c.seq == sa.bindparam("b_live"))
+    .values(
+        episodes=_LIVE.c.episodes + sa.bindparam("n"),
+        timesteps=_LIVE.c.timesteps + sa.bindparam("steps"),
+        recent_rewards=sa.bindparam("recent", type_=_LIVE.c.recent_rewards.type),
+        last_episode_at=sa.bindparam("now", type_=_LIVE.c.last_episode_at.type),
+    )
+)
+
+
 def apply_chunk(state: ServerState, principal: Principal, live_id: str, chunk: LiveChunk) -> LiveChunkAnswer:
     """Append ``chunk`` to its source, or acknowledge it as already applied; all or nothing."""
     n = len(chunk.timestamps)
@@ -132,18 +166,11 @@ def apply_chunk(state: ServerState, principal: Principal, live_id: str, chunk: L
             "timestamps",
         )
     with state.db.write() as session:
-        live = _own_live(session, principal, live_id, for_update=True)
-        if live.status in ("sealing", "sealed"):
-            raise Problem(
-                409,
-                f"Live evaluation {live_id} was sealed"
-                + (f" as {live.evaluation_id}" if live.evaluation_id else "")
-                + "; it takes no more episodes. Record a new run to add more.",
-                "status",
-            )
-        source = session.scalar(
-            sa.select(LiveSource).where(LiveSource.live_seq == live.seq, LiveSource.name == chunk.source)
-        )
+        conn = session.connection()
+        live = conn.execute(_LIVE_FOR_CHUNK.with_for_update(), {"live_id": live_id}).first()
+        _check_chunk_target(live, principal, live_id)
+        assert live is not None
+        source = conn.execute(_SOURCE, {"live_seq": live.seq, "name": chunk.source}).first()
         position = source.position if source is not None else 0
         if chunk.start + n <= position:  # applied before (a retry, or a resend after an outage)
             return LiveChunkAnswer(source=chunk.source, applied=False, position=position)
@@ -155,84 +182,110 @@ def apply_chunk(state: ServerState, principal: Principal, live_id: str, chunk: L
                 "start",
             )
         if source is None:
-            number = session.scalar(
-                sa.select(sa.func.count()).select_from(LiveSource).where(LiveSource.live_seq == live.seq)
+            number = int(conn.scalar(_SOURCE_COUNT, {"live_seq": live.seq}) or 0)
+            conn.execute(
+                sa.insert(_SOURCES),
+                {"live_seq": live.seq, "number": number, "name": chunk.source, "position": 0,
+                 "initial_reset_timestamp": chunk.initial_reset_timestamp},
+            )  # fmt: skip
+            initial = chunk.initial_reset_timestamp
+        else:
+            number = source.number
+            initial = (
+                source.initial_reset_timestamp
+                if source.initial_reset_timestamp is not None
+                else chunk.initial_reset_timestamp
             )
-            source = LiveSource(live_seq=live.seq, number=int(number or 0), name=chunk.source, position=0)
-            session.add(source)
-        _append(session, live, source, chunk)
+        _append(conn, live, number, position, initial, chunk)
     return LiveChunkAnswer(source=chunk.source, applied=True, position=position + n)
 
 
-def _append(session: Session, live: LiveEvaluation, source: LiveSource, chunk: LiveChunk) -> None:
+def _check_chunk_target(live: Any, principal: Principal, live_id: str) -> None:
+    if live is None:
+        raise Problem(404, f"No such live evaluation: {live_id!r}.")
+    if live.user_seq != principal.user_seq:
+        raise Problem(
+            403,
+            f"Live evaluation {live_id} belongs to another user; only the API key of its owner may add "
+            "episodes to it or seal it.",
+        )
+    if live.status in ("sealing", "sealed"):
+        raise Problem(
+            409,
+            f"Live evaluation {live_id} was sealed"
+            + (f" as {live.evaluation_id}" if live.evaluation_id else "")
+            + "; it takes no more episodes. Record a new run to add more.",
+            "status",
+        )
+
+
+def _append(
+    conn: sa.Connection, live: Any, number: int, position: int, initial: float | None, chunk: LiveChunk
+) -> None:
     n = len(chunk.timestamps)
-    if source.initial_reset_timestamp is None and chunk.initial_reset_timestamp is not None:
-        source.initial_reset_timestamp = chunk.initial_reset_timestamp
     if n:
-        types: Sequence[str] = chunk.episode_types or [""] * n  # "": the source records no types
-        truncated = chunk.episode_truncated or [False] * n
-        rows = [
+        arrays = {
+            "t": chunk.timestamps,
+            "r": chunk.episode_rewards,
+            "l": chunk.episode_lengths,
+            "type": chunk.episode_types,  # None: the source records no types
+            "truncated": chunk.episode_truncated,
+        }
+        row = {"live_seq": live.seq, "source": number, "start": position, "episodes": n, "arrays": arrays}
+        conn.execute(sa.insert(_CHUNKS), row)
+    params = {"b_live": live.seq, "b_number": number, "old_position": position, "new_position": position + n}
+    if conn.execute(_ADVANCE_SOURCE, {**params, "initial": initial}).rowcount != 1:
+        raise Problem(
+            409, f"Source {chunk.source!r} of live evaluation moved on meanwhile; ask where it is.", "start"
+        )
+    if n:
+        recent = [*(live.recent_rewards or []), *chunk.episode_rewards][-RECENT_WINDOW:]
+        conn.execute(
+            _COUNT_EPISODES,
             {
-                "live_seq": live.seq,
-                "source": source.number,
-                "position": source.position + i,
-                "t": chunk.timestamps[i],
-                "r": chunk.episode_rewards[i],
-                "l": chunk.episode_lengths[i],
-                "type": types[i],
-                "truncated": truncated[i],
-            }
-            for i in range(n)
-        ]
-        session.flush()
-        session.execute(sa.insert(LiveEpisode), rows)
-        source.position += n
-        live.episodes += n
-        live.timesteps += sum(chunk.episode_lengths)
-        live.recent_rewards = [*(live.recent_rewards or []), *chunk.episode_rewards][-RECENT_WINDOW:]
-        live.last_episode_at = utcnow()
+                "b_live": live.seq,
+                "n": n,
+                "steps": sum(chunk.episode_lengths),
+                "recent": recent,
+                "now": utcnow(),
+            },
+        )
 
 
 def stored_documents(session: Session, live_seq: int) -> list[dict[str, Any]]:
-    """Each source's stats document, read back from ``live_episodes``, in manifest-name order (the
+    """Each source's stats document, read back from ``live_chunks``, in manifest-name order (the
     order ``load_results`` reads a directory's manifests in)."""
     sources = session.execute(
-        sa.select(LiveSource.number, LiveSource.name, LiveSource.initial_reset_timestamp)
-        .where(LiveSource.live_seq == live_seq)
-        .order_by(LiveSource.name)
+        sa.select(_SOURCES.c.number, _SOURCES.c.initial_reset_timestamp)
+        .where(_SOURCES.c.live_seq == live_seq)
+        .order_by(_SOURCES.c.name)
     ).all()
-    rows = session.execute(
-        sa.select(
-            LiveEpisode.source,
-            LiveEpisode.t,
-            LiveEpisode.r,
-            LiveEpisode.l,
-            LiveEpisode.type,
-            LiveEpisode.truncated,
-        )
-        .where(LiveEpisode.live_seq == live_seq)
-        .order_by(LiveEpisode.source, LiveEpisode.position)
+    chunks = session.execute(
+        sa.select(_CHUNKS.c.source, _CHUNKS.c.episodes, _CHUNKS.c.arrays)
+        .where(_CHUNKS.c.live_seq == live_seq)
+        .order_by(_CHUNKS.c.source, _CHUNKS.c.start)
     ).all()
     by_source: dict[int, list[Any]] = {}
-    for row in rows:
-        by_source.setdefault(row[0], []).append(row)
-    docs = []
-    for number, _name, initial in sources:
-        episodes = by_source.get(number, [])
-        types = [e[4] for e in episodes]
-        docs.append(
-            {
-                "initial_reset_timestamp": initial,
-                "timestamps": [e[1] for e in episodes],
-                "episode_rewards": [e[2] for e in episodes],
-                "episode_lengths": [e[3] for e in episodes],
-                "episode_types": None if any(t == "" for t in types) else types,
-                "episode_truncated": [bool(e[5]) for e in episodes],
-                "abandoned_steps": [],
-                "abandoned_timestamps": [],
-            }
-        )
-    return docs
+    for chunk in chunks:
+        by_source.setdefault(chunk.source, []).append(chunk)
+    return [_document(initial, by_source.get(number, [])) for number, initial in sources]
+
+
+def _document(initial: float | None, chunks: list[Any]) -> dict[str, Any]:
+    """A stats document (:func:`palaestra.monitoring.journal.stats_document`'s keys) of one source's chunks."""
+    doc: dict[str, Any] = {
+        "initial_reset_timestamp": initial,
+        "abandoned_steps": [],
+        "abandoned_timestamps": [],
+    }
+    for key, field in (("timestamps", "t"), ("episode_rewards", "r"), ("episode_lengths", "l")):
+        doc[key] = [x for c in chunks for x in c.arrays[field]]
+    typed = all(c.arrays.get("type") is not None for c in chunks)
+    doc["episode_types"] = [x for c in chunks for x in c.arrays["type"]] if typed and chunks else None
+    doc["episode_truncated"] = [
+        bool(x) for c in chunks for x in (c.arrays.get("truncated") or [False] * c.episodes)
+    ]
+    return doc
 
 
 # -- sealing -----------------------------------------------------------------------------------------

@@ -4,8 +4,8 @@
   ``sealed``; *abandoned* is derived from ``last_episode_at``), the counters kept current by every
   chunk, and once sealed the evaluation it became;
 - ``live_sources``: each source's (manifest's) next expected episode index and first reset time;
-- ``live_episodes``: every episode received, one row each, appended by chunks: the episode table is
-  derived once, at ingest, and sealing reads it back from here, never from blobs.
+- ``live_chunks``: every chunk applied, its episodes as arrays, appended as they arrive: the episode
+  table is derived once, at ingest, and sealing and the pages read it back from here, never from blobs.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from palaestra.scoreboard.server.db import Base, Evaluation, utcnow
 from palaestra.scoreboard.server.records import evaluation_record, evaluation_select
 from palaestra.scoreboard.server.state import ServerState
 
-__all__ = ["SEALED_TWIN_HEADER", "LiveEpisode", "LiveEvaluation", "LiveSource", "sealed_twin_answer"]
+__all__ = ["SEALED_TWIN_HEADER", "LiveChunkRecord", "LiveEvaluation", "LiveSource", "sealed_twin_answer"]
 
 
 class LiveEvaluation(Base):
@@ -64,17 +64,19 @@ class LiveSource(Base):
     initial_reset_timestamp: Mapped[float | None] = mapped_column(sa.Float, default=None)
 
 
-class LiveEpisode(Base):
-    __tablename__ = "live_episodes"
+class LiveChunkRecord(Base):
+    """One chunk as it arrived: episodes ``start .. start + episodes`` of one source, as its arrays
+    (``t``, ``r``, ``l``, ``type``: "" where the source records none, ``truncated``). A row per chunk,
+    not per episode: an update is one INSERT, and reading a run back is one row per chunk
+    (bench/live_follow.py)."""
+
+    __tablename__ = "live_chunks"
 
     live_seq: Mapped[int] = mapped_column(sa.ForeignKey("live_evaluations.seq"), primary_key=True)
     source: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
-    position: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
-    t: Mapped[float] = mapped_column(sa.Float)
-    r: Mapped[float] = mapped_column(sa.Float)
-    l: Mapped[int] = mapped_column(sa.BigInteger)  # noqa: E741  (the journal's field names)
-    type: Mapped[str] = mapped_column(sa.String(1))
-    truncated: Mapped[bool] = mapped_column(default=False)
+    start: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    episodes: Mapped[int] = mapped_column(sa.Integer)
+    arrays: Mapped[dict[str, Any]] = mapped_column()
 
 
 #: On the answer to ``POST /v1/evaluations`` for the directory of a live run already sealed: the

@@ -22,7 +22,7 @@ from palaestra.scoreboard.server import live
 from palaestra.scoreboard.server.db import Evaluation, User, snapshot
 from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.ingest import score_batch
-from palaestra.scoreboard.server.live_tables import LiveEpisode, LiveEvaluation
+from palaestra.scoreboard.server.live_tables import LiveEvaluation
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import EvaluationRecord
 from palaestra.scoreboard.server.web import curves
@@ -84,9 +84,7 @@ def _progress(request: Request, live_id: str) -> dict[str, Any]:
             found, sources, owner = live.load_live(session, live_id)
         except Problem:
             return {}
-        rewards = session.scalars(
-            sa.select(LiveEpisode.r).where(LiveEpisode.live_seq == found.seq).order_by(LiveEpisode.t)
-        ).all()
+        merged = merge_stats_documents(live.stored_documents(session, found.seq))
     obj = live.live_object(state, found, sources, owner)
     return {
         "id": obj.id,
@@ -99,7 +97,7 @@ def _progress(request: Request, live_id: str) -> dict[str, Any]:
         "seconds_since_last_episode": obj.seconds_since_last_episode,
         "recent_mean": obj.recent_mean,
         "evaluation_url": protocol.evaluation_web_path(obj.evaluation_id) if obj.evaluation_id else None,
-        "curve": _bucketed(list(rewards)),
+        "curve": _bucketed(merged["episode_rewards"]),
     }
 
 
@@ -159,7 +157,7 @@ def compared_live(
     request: Request, live_ids: list[str]
 ) -> dict[str, tuple[EvaluationRecord, dict[str, Any] | None]]:
     """Live runs to draw on the compare page, by id: a record scored on the episodes received so far
-    (for display only: nothing is stored) and its curves, from ``live_episodes``."""
+    (for display only: nothing is stored) and its curves, from ``live_chunks``."""
     found: dict[str, tuple[EvaluationRecord, dict[str, Any] | None]] = {}
     with database(request).read() as session:
         for live_id in live_ids:

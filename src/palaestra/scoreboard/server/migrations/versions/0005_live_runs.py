@@ -2,7 +2,7 @@
 
 - ``live_evaluations``: one followed run (owner, env, status, counters, the evaluation it became);
 - ``live_sources``: each source's (manifest's) next expected episode and first reset time;
-- ``live_episodes``: every episode received, appended by chunks.
+- ``live_chunks``: every chunk applied (its episodes as arrays), appended as they arrive.
 
 Revision ID: 0005_live_runs
 Revises: 0004
@@ -58,22 +58,19 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("live_seq", "number"),
     )
     op.create_table(
-        "live_episodes",
+        "live_chunks",
         sa.Column("live_seq", sa.Integer(), nullable=False),
         sa.Column("source", sa.Integer(), autoincrement=False, nullable=False),
-        sa.Column("position", sa.Integer(), autoincrement=False, nullable=False),
-        sa.Column("t", sa.Float(), nullable=False),
-        sa.Column("r", sa.Float(), nullable=False),
-        sa.Column("l", sa.BigInteger(), nullable=False),
-        sa.Column("type", sa.String(length=1), nullable=False),
-        sa.Column("truncated", sa.Boolean(), nullable=False),
+        sa.Column("start", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("episodes", sa.Integer(), nullable=False),
+        sa.Column("arrays", JSONType, nullable=False),
         sa.ForeignKeyConstraint(["live_seq"], ["live_evaluations.seq"]),
-        sa.PrimaryKeyConstraint("live_seq", "source", "position"),
+        sa.PrimaryKeyConstraint("live_seq", "source", "start"),
     )
 
 
 def downgrade() -> None:
-    op.drop_table("live_episodes")
+    op.drop_table("live_chunks")
     op.drop_table("live_sources")
     op.drop_index("ix_live_evaluations_user_seq", table_name="live_evaluations")
     op.drop_index("ix_live_evaluations_env_status", table_name="live_evaluations")
