@@ -13,7 +13,7 @@
    its ``POST /v1/evaluations`` for a run of the same length is timed once and the ratio printed.
 
     .venv/bin/python bench/live_follow.py                  # 60 s follower run, 200 runs for 60 s
-    .venv/bin/python bench/live_follow.py --quick          # 20 s and 50 runs, for a loaded machine
+    .venv/bin/python bench/live_follow.py --quick          # 50 runs for 20 s, for a loaded machine
 """
 
 from __future__ import annotations
@@ -150,17 +150,25 @@ def many_runs(url: str, key: str, runs: int, seconds: float, server_pid: int) ->
                     page_ms[name].append(1000 * (time.perf_counter() - t))
                 stop.wait(0.5)
 
-    threads = [threading.Thread(target=follow, args=(i, INTERVAL_S * k / runs)) for k, i in enumerate(ids)]
-    threads.append(threading.Thread(target=read))
-    cpu0 = cpu_seconds(server_pid)
-    for th in threads:
+    followers = [threading.Thread(target=follow, args=(i, INTERVAL_S * k / runs)) for k, i in enumerate(ids)]
+    reader = threading.Thread(target=read)
+    # first half: the followers alone (the server's CPU per update); second half: a reader too (pages)
+    for th in followers:
         th.start()
-    time.sleep(seconds)
-    stop.set()
-    for th in threads:
-        th.join()
+    time.sleep(INTERVAL_S)  # every follower has started
+    with lock:
+        updates0 = len(chunk_ms)
+    cpu0 = cpu_seconds(server_pid)
+    time.sleep(seconds / 2)
     server_cpu = cpu_seconds(server_pid) - cpu0
-    per_update_ms = 1000 * server_cpu / max(1, len(chunk_ms))
+    with lock:
+        updates = len(chunk_ms) - updates0
+    reader.start()
+    time.sleep(seconds / 2)
+    stop.set()
+    for th in [*followers, reader]:
+        th.join()
+    per_update_ms = 1000 * server_cpu / max(1, updates)
     print(
         f"server: {runs} runs followed at once on SQLite for {seconds:.0f} s, {len(chunk_ms)} updates of {CHUNK} episodes"
     )
@@ -213,7 +221,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--runs", type=int, default=200)
-    parser.add_argument("--quick", action="store_true", help="20 s and 50 runs")
+    parser.add_argument("--quick", action="store_true", help="50 runs for 20 s (the follower still 60 s)")
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.runs = 20.0, 50
@@ -221,7 +229,7 @@ def main() -> None:
         f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores (numbers are noisy under load)"
     )
     with running_server(None, workers=1) as (url, key, pid):
-        follower_cpu(url, key, args.seconds)
+        follower_cpu(url, key, max(60.0, args.seconds))  # /proc counts 10 ms ticks: a minute at least
         per_update_ms = many_runs(url, key, args.runs, args.seconds, pid)
         upload_peer(url, key, EPISODES_PER_MINUTE * 60, per_update_ms)
     print(f"load average after: {os.getloadavg()[0]:.2f}")

@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -379,18 +378,3 @@ def _create_evaluation(
         )
     response = create_evaluation_now(body, request, principal, state)
     return str(json.loads(bytes(response.body))["id"])
-
-
-def live_evaluations_of(session: Session, where: Any, limit: int = 50) -> list[LiveEvaluation]:
-    """Live evaluations not sealed yet matching ``where`` (an env's, a user's), newest first."""
-    query = (
-        sa.select(LiveEvaluation)
-        .where(where, LiveEvaluation.status != "sealed")
-        .order_by(LiveEvaluation.seq.desc())
-        .limit(limit)
-    )
-    return list(session.scalars(query))
-
-
-def last_seen(live: LiveEvaluation) -> datetime:
-    return live.last_episode_at or live.created

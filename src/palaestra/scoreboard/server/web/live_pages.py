@@ -56,11 +56,17 @@ class LiveRow:
     recent_mean: float | None
 
 
-def in_progress_rows(request: Request, session: Session, where: Any) -> list[LiveRow]:
-    """The live runs not sealed yet matching ``where`` (an env's, a user's), newest first."""
+def in_progress_rows(request: Request, session: Session, where: Any, limit: int = 50) -> list[LiveRow]:
+    """The live runs not sealed yet matching ``where`` (an env's, a user's), newest first (one query)."""
+    query = (
+        sa.select(LiveEvaluation, User.name)
+        .join(User, User.seq == LiveEvaluation.user_seq)
+        .where(where, LiveEvaluation.status != "sealed")
+        .order_by(LiveEvaluation.seq.desc())
+        .limit(limit)
+    )
     rows = []
-    for found in live.live_evaluations_of(session, where):
-        owner = session.scalar(sa.select(User.name).where(User.seq == found.user_seq))
+    for found, owner in session.execute(query).all():
         obj = live.live_object(state_of(request), found, {}, owner)
         rows.append(
             LiveRow(
