@@ -170,6 +170,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             needed for safety, since completed episodes are journaled as they end).
         uid: the second part of the file infix ``{monitor_id}.{uid}`` (default: the process id).
         mode: ``'training'`` (episode type ``'t'``, the default) or ``'evaluation'`` (``'e'``).
+        live: put the run on the scoreboard while it trains: ``palaestra upload --follow`` in a background
+            thread (server and API key as for ``palaestra upload``), which seals the evaluation when the
+            Monitor closes (docs/upload.md, "Following a run while it trains").
 
     Closing the Monitor writes the final stats and manifest and closes the wrapped environment.
 
@@ -194,6 +197,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         write_upon_reset: bool = False,
         uid: str | None = None,
         mode: str | None = None,
+        live: bool = False,
     ) -> None:
         super().__init__(env)
         self.enabled = False
@@ -227,6 +231,8 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         self._set_step(self._refuse_step)
         self._started = False
         self.enabled = True
+        #: the follower sending this run to the scoreboard while it trains (``live=True``), else None
+        self.follower = follow_live(self.directory) if live else None
 
     # -- the Gymnasium API ----------------------------------------------------------------------------
     # ``step`` is the hot path, so the Monitor is a small state machine: ``step`` below is the common
@@ -455,3 +461,10 @@ def vector_env_fns(
         return thunk
 
     return [make(i, fn) for i, fn in enumerate(env_fns)]
+
+
+def follow_live(directory: str) -> Any:
+    """``live=True``: ``palaestra upload --follow`` in a background thread (imported only then)."""
+    from palaestra.scoreboard.client.follow import follow_in_background
+
+    return follow_in_background(directory)

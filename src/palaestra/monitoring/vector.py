@@ -41,6 +41,7 @@ from palaestra.monitoring.monitor import (
     _registry,
     env_info_of_spec,
     episode_type_of,
+    follow_live,
     normalise_video_callable,
     prepare_directory,
     video_mode_for,
@@ -84,6 +85,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         uid: str | None = None,
         mode: str | None = None,
         video_envs: Sequence[int] = (0,),
+        live: bool = False,
     ) -> None:
         super().__init__(env)
         self.enabled = False
@@ -134,6 +136,8 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         self._watch_done = bool(self.video_envs) or self.autoreset_mode is AutoresetMode.DISABLED
         self._started = False
         self.enabled = True
+        #: the follower sending this run to the scoreboard while it trains (``live=True``), else None
+        self.follower = follow_live(self.directory) if live else None
 
     # -- the VectorEnv API --------------------------------------------------------------------------
     # ``step`` is the hot path: the common case (no video recording, no sub-environment waiting for a
@@ -528,4 +532,3 @@ class _SubEnvFrames:
 
     def __repr__(self) -> str:
         return f"sub-environment {self.index} of {self._frames.env}"
-

@@ -105,37 +105,36 @@ def test_a_killed_training_process_leaves_an_abandoned_evaluation_with_every_jou
 
 
 BACKGROUND_SCRIPT = r"""
-import sys
+import os, sys
 import gymnasium as gym
 import palaestra
-from palaestra.scoreboard.client.follow import follow_in_background
 
-directory, server, key = sys.argv[1:4]
-env = palaestra.Monitor(gym.make("CartPole-v1"), directory, video_callable=False)
-follow_in_background(directory, server=server, api_key=key, interval=0.2)
-for i in range(30):
-    env.reset(seed=i)
-    done = False
-    while not done:
-        _, _, term, trunc, _ = env.step(env.action_space.sample())
-        done = term or trunc
-env.close()
+directory = sys.argv[1]
+envs = palaestra.Monitor(gym.make_vec("CartPole-v1", num_envs=2, vectorization_mode="sync"), directory,
+                         video_callable=False, live=True)
+envs.reset(seed=0)
+done = 0
+while done < 30:
+    _, _, term, trunc, _ = envs.step(envs.action_space.sample())
+    done += int((term | trunc).sum())
+envs.close()
 """
 
 
-def test_a_run_followed_from_its_own_process_is_sealed_when_it_ends(
+def test_a_vector_monitor_with_live_true_is_sealed_when_it_closes_and_the_process_exits(
     scoreboard_server: ScoreboardServer, tmp_path: Path
 ) -> None:
     run = tmp_path / "run"
+    env = {**scoreboard_server.env, "PALAESTRA_SERVER": scoreboard_server.url,
+           "PALAESTRA_API_KEY": scoreboard_server.api_key}  # fmt: skip
     result = subprocess.run(
-        [sys.executable, "-c", BACKGROUND_SCRIPT, str(run), scoreboard_server.url, scoreboard_server.api_key],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-c", BACKGROUND_SCRIPT, str(run)], env=env, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
     live_id = live_id_of(run)
     assert live_id is not None
+    recorded = len(load_results(run)["episode_lengths"])
     state = live_state(scoreboard_server, live_id)
-    assert state["status"] == "sealed" and state["episodes"] == 30
-    assert _evaluation(scoreboard_server, state["evaluation_id"])["score"]["number_episodes"] == 30
+    assert state["status"] == "sealed" and state["episodes"] == recorded >= 30
+    assert len(state["sources"]) == 2
+    assert _evaluation(scoreboard_server, state["evaluation_id"])["score"]["number_episodes"] == recorded
