@@ -128,6 +128,7 @@ def test_creating_needs_the_env(scoreboard_server: ScoreboardServer, missing: st
     assert r.status_code in (400, 422) and missing in r.text
 
 
+@pytest.mark.postgres
 def test_on_postgresql_chunks_are_idempotent_and_the_seal_is_the_upload_of_the_same_episodes(
     scoreboard_factory: Any, postgres_url: str
 ) -> None:
