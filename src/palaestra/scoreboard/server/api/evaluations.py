@@ -175,7 +175,8 @@ def _score_and_insert(
     content: _Content,
 ) -> Response:
     _read_content(state, refs, content)
-    if (twin := sealed_twin_answer(state, request, principal, body.env, content.batch_sha256)) is not None:
+    twin = None if refs.run else sealed_twin_answer(state, request, principal, body.env, content.batch_sha256)
+    if twin is not None:
         return twin  # the directory of a live run sealed before: its evaluation, nothing new
     if content.batch is None or not content.batch.episode_lengths:
         raise Problem(
