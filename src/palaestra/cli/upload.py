@@ -1,5 +1,6 @@
 """``palaestra upload DIR [--algorithm ID] [--writeup URL] [--benchmark ID] [--server URL] [--json]
-[--dry-run] [--no-provenance]``."""
+[--dry-run] [--no-provenance]``, ``palaestra upload --follow DIR [--interval S]`` (a run followed live)
+and ``palaestra upload --seal ID``."""
 
 from __future__ import annotations
 
@@ -22,7 +23,27 @@ def register(subparsers: Any) -> None:
         epilog="The server and API key come from --server / $PALAESTRA_SERVER / $OPENAI_GYM_API_BASE and "
         "$PALAESTRA_API_KEY / $OPENAI_GYM_API_KEY, else from 'palaestra login'.",
     )
-    parser.add_argument("directory", metavar="DIR", help="the training directory a Monitor recorded into")
+    parser.add_argument(
+        "directory", metavar="DIR", nargs="?", help="the training directory a Monitor recorded into"
+    )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="follow DIR while it trains: send its episodes as they are recorded to a live evaluation "
+        "and seal it when the Monitor closes (Ctrl-C stops following; run it again to continue)",
+    )
+    parser.add_argument(
+        "--interval",
+        metavar="SECONDS",
+        type=float,
+        default=None,
+        help="with --follow: seconds between two reads of DIR (default 5)",
+    )
+    parser.add_argument(
+        "--seal",
+        metavar="LIVE_ID",
+        help="seal a live evaluation of yours (one whose training process died) into an evaluation",
+    )
     parser.add_argument("--algorithm", metavar="ID", help="algorithm id or name (a new name creates one)")
     parser.add_argument("--writeup", metavar="URL", help="a URL describing the run")
     parser.add_argument(
@@ -109,6 +130,12 @@ def _dry_run(args: argparse.Namespace, tags: dict[str, Any] | None) -> int:
 def _upload(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
 
+    if args.seal:
+        return _seal(args)
+    if args.directory is None:
+        raise ConfigurationError("palaestra upload needs a training directory DIR (or --seal LIVE_ID)")
+    if args.follow:
+        return _follow(args)
     tags = _parse_tags(args.tags)
     if os.path.isfile(os.path.join(args.directory, "match.json")):
         return _dry_run_match(args) if args.dry_run else _upload_match(args)
@@ -154,4 +181,44 @@ def _upload_match(args: argparse.Namespace) -> int:
         print(f"{len(match.games)} games checked and added to the ladder {match.ladder}")
         print(match.web_url)
         print(match.id)
+    return 0
+
+
+def _follow(args: argparse.Namespace) -> int:
+    from palaestra.scoreboard.client import ScoreboardClient
+    from palaestra.scoreboard.client.follow import DEFAULT_INTERVAL_S, Follower
+
+    interval = DEFAULT_INTERVAL_S if args.interval is None else args.interval
+    if interval <= 0:
+        raise ConfigurationError(f"--interval must be a positive number of seconds, not {interval}")
+    with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
+        follower = Follower(
+            client, args.directory, interval=interval, algorithm=args.algorithm, writeup=args.writeup
+        )
+        sealed = follower.follow()
+    return _print_sealed(args, client, sealed)
+
+
+def _seal(args: argparse.Namespace) -> int:
+    from palaestra.scoreboard.client import ScoreboardClient
+    from palaestra.scoreboard.live_protocol import LiveEvaluationObject
+
+    with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
+        sealed = client.http.call(LiveEvaluationObject, "POST", f"/v1/live_evaluations/{args.seal}/seal")
+    return _print_sealed(args, client, sealed)
+
+
+def _print_sealed(args: argparse.Namespace, client: Any, sealed: Any) -> int:
+    from palaestra.scoreboard import protocol
+
+    url = client.server + protocol.evaluation_web_path(sealed.evaluation_id)
+    if args.json:
+        print(
+            json.dumps(
+                {"id": sealed.evaluation_id, "object": "evaluation", "web_url": url, "live_id": sealed.id}
+            )
+        )
+    else:
+        print(url)
+        print(sealed.evaluation_id)
     return 0

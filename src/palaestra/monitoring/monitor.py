@@ -216,6 +216,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             seed of every reset) in ``openaigym.provenance.{infix}.json``; ``False`` records nothing.
         provenance_omit: sections (``"git"``, ``"command"``, ``"system"``, ``"packages"``, ``"env"``,
             ``"seeds"``, ``"config"``) or single fields (``"system.host"``) to leave out.
+        live: put the run on the scoreboard while it trains: ``palaestra upload --follow`` in a background
+            thread (server and API key as for ``palaestra upload``), which seals the evaluation when the
+            Monitor closes (docs/upload.md, "Following a run while it trains").
 
     Closing the Monitor writes the final stats and manifest and closes the wrapped environment.
 
@@ -244,6 +247,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         config: Mapping[str, Any] | None = None,
         provenance: bool = True,
         provenance_omit: Collection[str] = (),
+        live: bool = False,
     ) -> None:
         super().__init__(env)
         self.enabled = False
@@ -282,6 +286,8 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         self._set_step(self._refuse_step)
         self._started = False
         self.enabled = True
+        #: the follower sending this run to the scoreboard while it trains (``live=True``), else None
+        self.follower = follow_live(self.directory) if live else None
 
     # -- the Gymnasium API ----------------------------------------------------------------------------
     # ``step`` is the hot path, so the Monitor is a small state machine: ``step`` below is the common
@@ -544,3 +550,10 @@ def vector_env_fns(
         return thunk
 
     return [make(i, fn) for i, fn in enumerate(env_fns)]
+
+
+def follow_live(directory: str) -> Any:
+    """``live=True``: ``palaestra upload --follow`` in a background thread (imported only then)."""
+    from palaestra.scoreboard.client.follow import follow_in_background
+
+    return follow_in_background(directory)

@@ -247,6 +247,19 @@ def merge_stats_files(stats_files: list[str], journals: list[JournalSource | Non
     * ``episode_types`` is cut to the number of completed episodes per file (2017 appended the type
       at reset, leaving one extra entry for an unfinished last episode).
     """
+    journal_cache: dict[str, Any] = {}
+    docs = []
+    for path, journal in zip(stats_files, journals or [None] * len(stats_files), strict=True):
+        doc = read_stats_file(path, journal, journal_cache)
+        if journal is not None and not doc.get("env_index"):  # the earlier layout: the journal's source
+            doc = {**doc, "env_index": [journal[1]] * len(doc["timestamps"])}
+        docs.append(doc)
+    return merge_stats_documents(docs)
+
+
+def merge_stats_documents(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """:func:`merge_stats_files` on stats documents already read, in manifest order (the scoreboard
+    merges the sources of a live run with it, so that sealing one equals uploading its directory)."""
     timestamps: list[float] = []
     lengths: list[int] = []
     rewards: list[float] = []
@@ -257,9 +270,7 @@ def merge_stats_files(stats_files: list[str], journals: list[JournalSource | Non
     abandoned: list[tuple[float, int]] = []
     env_index: list[int] = []
     any_types = False
-    journal_cache: dict[str, Any] = {}
-    for path, journal in zip(stats_files, journals or [None] * len(stats_files), strict=True):
-        doc = read_stats_file(path, journal, journal_cache)
+    for doc in docs:
         abandoned.extend(zip(doc.get("abandoned_timestamps") or [], doc.get("abandoned_steps") or []))
         n = len(doc["timestamps"])
         if n == 0:
@@ -279,7 +290,7 @@ def merge_stats_files(stats_files: list[str], journals: list[JournalSource | Non
             types += ["t"] * n
         file_trunc = doc.get("episode_truncated") or []
         truncated += [bool(x) for x in file_trunc[:n]] + [False] * (n - len(file_trunc[:n]))
-        env_index += doc.get("env_index") or [journal[1] if journal is not None else 0] * n
+        env_index += doc.get("env_index") or [0] * n
 
     order = np.argsort(np.asarray(timestamps, dtype=float), kind="stable").tolist()
     abandoned.sort()

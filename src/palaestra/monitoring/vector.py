@@ -53,6 +53,7 @@ from palaestra.monitoring.monitor import (
     _registry,
     env_info_of_spec,
     episode_type_of,
+    follow_live,
     normalise_video_callable,
     prepare_directory,
     video_mode_for,
@@ -105,6 +106,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         config: Mapping[str, Any] | None = None,
         provenance: bool = True,
         provenance_omit: Collection[str] = (),
+        live: bool = False,
     ) -> None:
         super().__init__(env)
         self.enabled = False
@@ -160,6 +162,8 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         self._watch_done = bool(self.video_envs) or self.autoreset_mode is AutoresetMode.DISABLED
         self._started = False
         self.enabled = True
+        #: the follower sending this run to the scoreboard while it trains (``live=True``), else None
+        self.follower = follow_live(self.directory) if live else None
 
     # -- the VectorEnv API --------------------------------------------------------------------------
     # ``step`` is the hot path: the common case (no video recording, no sub-environment waiting for a

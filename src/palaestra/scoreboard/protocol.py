@@ -98,6 +98,7 @@ ID_PREFIX = {
     "api_key": "key_",
     "ladder_match": "match_",
     "ladder_game": "game_",
+    "live_evaluation": "live_",
 }
 
 #: Error ``type`` meaning "no particular parameter" (the 2017 client maps it to ``param=None``).

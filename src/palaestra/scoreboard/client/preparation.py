@@ -47,6 +47,7 @@ __all__ = [
     "check_benchmark",
     "check_open_monitors",
     "checked_provenance",
+    "encode_episode_batch",
     "prepare_benchmark_run",
     "prepare_training_directory",
     "subsample_videos",
@@ -120,6 +121,12 @@ def episode_batch_document(results: Any, training_dir: str) -> dict[str, Any]:
     except protocol.EpisodeBatchError as e:
         raise ResultsError(f"The episodes recorded in {training_dir} cannot be uploaded: {e}") from None
     return doc
+
+
+def encode_episode_batch(results: Any, training_dir: str) -> bytes:
+    """The bytes of the episode batch that goes up for ``results``: also what the scoreboard stores
+    when it seals a live run (:mod:`palaestra.scoreboard.server.live`), so the two are the same bytes."""
+    return json.dumps(episode_batch_document(results, training_dir), separators=(",", ":")).encode("utf-8")
 
 
 def usable_videos(videos: Sequence[tuple[str, str]], training_dir: str) -> list[tuple[str, str]]:
@@ -200,8 +207,7 @@ def prepare_training_directory(
     episodes = len(results["episode_lengths"])
     batch = None
     if episodes:
-        doc = episode_batch_document(results, directory)
-        batch = json.dumps(doc, separators=(",", ":")).encode("utf-8")
+        batch = encode_episode_batch(results, directory)
     videos: list[tuple[str, str]] = []
     if not skip_videos and results["videos"]:
         videos = usable_videos(results["videos"], directory)

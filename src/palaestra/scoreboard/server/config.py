@@ -15,6 +15,7 @@ from typing import Any
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.live_protocol import LIVE_ABANDONED_AFTER_S
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -69,6 +70,7 @@ ENV_LIMITS = {
     "PALAESTRA_IDEMPOTENCY_TTL_S": "idempotency_ttl_s",
     "PALAESTRA_MIN_FREE_BYTES": "min_free_bytes",
     "PALAESTRA_UNUSED_FILE_TTL_S": "unused_file_ttl_s",
+    "PALAESTRA_LIVE_ABANDONED_AFTER_S": "live_abandoned_after_s",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -133,6 +135,8 @@ class ServerConfig:
     #: ``/v1/health`` answers 503 when the blob store's or the database's disk has less free than
     #: this (``None``: the largest upload accepted, :meth:`largest_upload_bytes`; 0: not checked)
     min_free_bytes: int | None = None
+    #: seconds without a new episode after which a live run in progress is shown as abandoned
+    live_abandoned_after_s: int = LIVE_ABANDONED_AFTER_S
     #: apply Alembic migrations when the app starts
     migrate_on_start: bool = True
     #: run the busiest handlers on the event loop (``None``: when :attr:`database_is_local`)

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from palaestra.scoreboard import protocol
+from palaestra.scoreboard import live_protocol, protocol
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,
@@ -121,6 +121,16 @@ def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: Score
         done = api.call("POST", "/v1/benchmark_runs/{run_id}/commit", protocol.BenchmarkRunObject, path=run_path)
         assert done["status"] == "committed" and done["evaluations"] == [ev["id"]]
         api.call("GET", "/v1/benchmark_runs", protocol.ListPage[protocol.BenchmarkRunObject], params={"limit": 2})
+
+        live_models = live_protocol.LiveEvaluationObject
+        live = api.call("POST", "/v1/live_evaluations", live_models, 201, json={"env": "CartPole-v1"})
+        chunk = {"source": "m.json", "start": 0, "timestamps": [1.0, 2.0], "episode_lengths": [3, 4],
+                 "episode_rewards": [3.0, 4.0]}
+        live_path = {"live_id": live["id"]}
+        api.call("POST", "/v1/live_evaluations/{live_id}/chunks", live_protocol.LiveChunkAnswer, path=live_path, json=chunk)
+        api.call("GET", "/v1/live_evaluations/{live_id}", live_models, path=live_path)
+        sealed = api.call("POST", "/v1/live_evaluations/{live_id}/seal", live_models, path=live_path)
+        assert sealed["status"] == "sealed" and sealed["evaluation_id"]
 
         api.call("GET", "/v1/envs", protocol.ListPage[protocol.EnvObject])
         api.call("GET", "/v1/envs/{env_id}", protocol.EnvObject, path={"env_id": "CartPole-v0"})

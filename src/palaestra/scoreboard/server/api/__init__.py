@@ -8,6 +8,7 @@ The route table, one router per resource:
 ``POST /v1/files``, ``GET`` one, list  :mod:`.files` (a file and its signed upload form)
 ``POST /v1/uploads/{file_id}``         :mod:`.uploads` (the form's ``post_url``: the bytes, ingested)
 ``POST /v1/evaluations``, ``GET``      :mod:`.evaluations` (scored on creation, atomically)
+``/v1/live_evaluations`` (+ chunks)    :mod:`.live` (runs followed while they train)
 ``/v1/benchmark_runs`` (+ ``/commit``)  :mod:`.benchmark_runs`
 ``/v1/algorithms``                     :mod:`.algorithms`
 ``/v1/envs``, ``/v1/groups``           :mod:`.envs`
@@ -34,6 +35,7 @@ from palaestra.scoreboard.server.api import (
     files,
     health,
     ladders,
+    live,
     log,
     uploads,
 )
@@ -43,7 +45,9 @@ __all__ = ["ROUTERS", "include"]
 #: The resources' routers, in the order of the route table above.
 ROUTERS: tuple[APIRouter, ...] = tuple(
     resource.router
-    for resource in (health, files, uploads, evaluations, benchmark_runs, algorithms, envs, ladders, log)
+    for resource in (
+        health, files, uploads, evaluations, live, benchmark_runs, algorithms, envs, ladders, log
+    )
 )
 
 

@@ -54,6 +54,7 @@ from palaestra.scoreboard.server.ingest import (
     read_validated_batch,
     score_batch,
 )
+from palaestra.scoreboard.server.live_tables import SEALED_TWIN_HEADER, sealed_twin_answer
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import (
     EvaluationRecord,
@@ -65,7 +66,7 @@ from palaestra.scoreboard.server.records import (
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobNotFound, FileStore
 
-__all__ = ["router"]
+__all__ = ["create_evaluation_now", "router"]
 
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
 logger = logging.getLogger("palaestra.scoreboard.api")
@@ -131,6 +132,13 @@ async def create_evaluation(
     return await run_blocking(state, _create_evaluation, body, request, principal, state)
 
 
+def create_evaluation_now(
+    body: protocol.EvaluationCreate, request: Request, principal: Principal, state: ServerState
+) -> Response:
+    """What ``POST /v1/evaluations`` does, in this thread (sealing a live run makes its evaluation so)."""
+    return _create_evaluation(body, request, principal, state)
+
+
 def _create_evaluation(
     body: protocol.EvaluationCreate, request: Request, principal: Principal, state: ServerState
 ) -> Response:
@@ -149,7 +157,7 @@ def _create_evaluation(
     except BaseException:
         _delete_quietly(state, content.stored_keys)  # copies no evaluation references
         raise
-    if response.headers.get(REPLAYED_HEADER):  # a twin of this request made the evaluation
+    if response.headers.get(REPLAYED_HEADER) or response.headers.get(SEALED_TWIN_HEADER):  # made before
         _delete_quietly(state, content.stored_keys)
     else:
         # what the client uploaded straight to the store was copied; the copies are what count
@@ -169,6 +177,9 @@ def _score_and_insert(
     content: _Content,
 ) -> Response:
     _read_content(state, refs, content)
+    twin = None if refs.run else sealed_twin_answer(state, request, principal, body.env, content.batch_sha256)
+    if twin is not None:
+        return twin  # the directory of a live run sealed before: its evaluation, nothing new
     if content.batch is None or not content.batch.episode_lengths:
         raise Problem(
             400,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
 
-from palaestra.scoreboard.server.web import account_routes, ladder_pages, routes
+from palaestra.scoreboard.server.web import account_routes, ladder_pages, live_pages, routes
 from palaestra.scoreboard.server.web.assets import mount_static, vendor_available
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.signin import CsrfRefused
@@ -31,6 +31,7 @@ def include(app: FastAPI) -> None:
     app.include_router(routes.router)
     app.include_router(account_routes.router)
     app.include_router(ladder_pages.router)
+    app.include_router(live_pages.router)
 
     @app.exception_handler(CsrfRefused)
     async def _csrf_refused(request: Request, exc: CsrfRefused) -> HTMLResponse:

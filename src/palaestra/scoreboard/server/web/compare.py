@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from palaestra.scoreboard.protocol import ID_PREFIX
 from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.records import EvaluationRecord
 
@@ -111,7 +112,8 @@ class ComparedEvaluation:
 def _label(ev: EvaluationRecord, with_conditions: bool = False) -> str:
     algorithm = (ev.algorithm.name or ev.algorithm.id) if ev.algorithm else "unnamed"
     conditions = f" · {conditions_label(ev.conditions)}" if with_conditions else ""
-    return f"{algorithm} · {ev.owner or 'anonymous'} · {ev.id}{conditions}"
+    running = " (in progress)" if ev.id.startswith(ID_PREFIX["live_evaluation"]) else ""
+    return f"{algorithm} · {ev.owner or 'anonymous'} · {ev.id}{running}{conditions}"
 
 
 def chart_data(

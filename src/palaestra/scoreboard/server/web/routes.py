@@ -31,7 +31,15 @@ from palaestra.scoreboard.server.records import (
 )
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
 from palaestra.scoreboard.server.video_integrity import read_checked, record_first_hash
-from palaestra.scoreboard.server.web import aggregate, compare, curves, entries, ladder_pages, queries
+from palaestra.scoreboard.server.web import (
+    aggregate,
+    compare,
+    curves,
+    entries,
+    ladder_pages,
+    live_pages,
+    queries,
+)
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web.provenance_view import provenance_view
 from palaestra.scoreboard.server.web.render import render
@@ -153,6 +161,7 @@ def env_page(
             session, env_id, sort, _page_number(page), request.url.path, only=only
         )
         ranked = entries.rank_entries(session, env_id, only) if rank else None
+        running = live_pages.in_progress_rows(request, session, live_pages.env_filter(env_id))
     params = {k: v for k, v in (("conditions", conditions), ("rank", rank)) if v}
     return render(
         request,
@@ -166,6 +175,7 @@ def env_page(
         rank=rank,
         ranked=ranked,
         few_seeds=entries.FEW_SEEDS,
+        live_runs=running,
     )
 
 
@@ -197,6 +207,7 @@ def user_page(request: Request, name: str, page: str = Query("1", max_length=12)
         if row is None:
             return not_found(request, f"No user {name!r}.")
         rows, pager = queries.user_evaluations(session, row, _page_number(page), request.url.path)
+        running = live_pages.in_progress_rows(request, session, live_pages.user_filter(row.seq))
     facts = [("Member since", row.created.strftime("%Y-%m-%d") if row.created else "—")]
     return render(
         request,
@@ -210,6 +221,7 @@ def user_page(request: Request, name: str, page: str = Query("1", max_length=12)
         show_algorithm=True,
         show_user=False,
         nav="users",
+        live_runs=running,
     )
 
 
@@ -402,6 +414,8 @@ def compare_page(
     with database(request).read() as session:
         rows = session.execute(evaluation_select().where(Evaluation.id.in_(ids))).all() if ids else []
     found = {r.id: r for r in map(evaluation_record, rows)}
+    running = live_pages.compared_live(request, [i for i in ids if live_pages.is_live_id(i)])
+    found.update({i: record for i, (record, _) in running.items()})
     records = [found[i] for i in ids if i in found]
     missing = [i for i in ids if i not in found]
     if ids and not records:
@@ -409,7 +423,8 @@ def compare_page(
         return not_found(request, f"No evaluation {listed}: nothing to compare.")
     split = entries.split_by_conditions(records, mix=mix == "conditions")
     records = split.shown
-    compared, data = compare.chart_data(records, [_curves(request, ev) for ev in records], split.mixed)
+    lines = [running[ev.id][1] if ev.id in running else _curves(request, ev) for ev in records]
+    compared, data = compare.chart_data(records, lines, split.mixed)
     return render(
         request,
         "compare.html",

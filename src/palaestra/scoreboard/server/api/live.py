@@ -1,0 +1,78 @@
+"""``/v1/live_evaluations``: runs followed while they train (:mod:`palaestra.scoreboard.live_protocol`).
+
+``POST`` creates one (``Idempotency-Key`` honoured), ``GET /{id}`` reads it with each source's
+position (public, as evaluations are), ``POST /{id}/chunks`` appends one source's next episodes and
+``POST /{id}/seal`` makes its evaluation (:mod:`palaestra.scoreboard.server.live`).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Request, Response
+
+from palaestra.scoreboard.live_protocol import (
+    LiveChunk,
+    LiveChunkAnswer,
+    LiveEvaluationCreate,
+    LiveEvaluationObject,
+)
+from palaestra.scoreboard.server import live
+from palaestra.scoreboard.server.api.common import answer, base_url
+from palaestra.scoreboard.server.api.deps import CurrentUser, State, json_body
+from palaestra.scoreboard.server.api.idempotency import Idempotency
+from palaestra.scoreboard.server.auth import Principal
+from palaestra.scoreboard.server.deps import run_blocking
+from palaestra.scoreboard.server.state import ServerState
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/live_evaluations", tags=["live evaluations"])
+
+
+@router.post("", status_code=201, response_model=LiveEvaluationObject)
+def create_live_evaluation(
+    body: Annotated[LiveEvaluationCreate, json_body(LiveEvaluationCreate)],
+    request: Request,
+    principal: CurrentUser,
+    state: State,
+) -> Response:
+    """A new live evaluation, in progress."""
+    base = base_url(state, request)
+
+    def create(session: object) -> tuple[int, LiveEvaluationObject]:
+        made = live.create_live(session, principal, body)  # type: ignore[arg-type]
+        return 201, live.live_object(state, made, {}, principal.user_name, base)
+
+    return Idempotency.of(request, principal, body).answer(state.db, create)
+
+
+@router.get("/{live_id}", response_model=LiveEvaluationObject)
+def get_live_evaluation(live_id: str, request: Request, state: State) -> Response:
+    with state.db.read() as session:
+        found, sources, owner = live.load_live(session, live_id)
+    return answer(live.live_object(state, found, sources, owner, base_url(state, request)))
+
+
+@router.post("/{live_id}/chunks", response_model=LiveChunkAnswer)
+def append_chunk(
+    live_id: str,
+    body: Annotated[LiveChunk, json_body(LiveChunk)],
+    principal: CurrentUser,
+    state: State,
+) -> Response:
+    """One source's next episodes (``start``: its first one's index in the source); all or nothing."""
+    return answer(live.apply_chunk(state, principal, live_id, body))
+
+
+@router.post("/{live_id}/seal", response_model=LiveEvaluationObject)
+async def seal_live_evaluation(
+    live_id: str, request: Request, principal: CurrentUser, state: State
+) -> Response:
+    """Make the evaluation an upload of the finished directory makes; idempotent."""
+    return await run_blocking(state, _seal, live_id, request, principal, state)
+
+
+def _seal(live_id: str, request: Request, principal: Principal, state: ServerState) -> Response:
+    live.seal(state, principal, live_id, request)
+    return get_live_evaluation(live_id, request, state)

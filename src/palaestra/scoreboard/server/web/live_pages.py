@@ -1,0 +1,192 @@
+"""Pages of live runs: ``/live/{id}`` (in progress, updated without a reload from ``/live/{id}.json``)
+and the "runs in progress" list that the env leaderboard and the user page show apart from their
+ranked evaluations (:func:`in_progress_rows`). A live run is never ranked: it is not an evaluation
+until it is sealed, and the sealed one is an evaluation like any upload."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy.orm import Session
+
+from palaestra.monitoring.results import merge_stats_documents
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.client.preparation import episode_batch_document
+from palaestra.scoreboard.live_protocol import live_web_path
+from palaestra.scoreboard.server import live
+from palaestra.scoreboard.server.db import Evaluation, User, snapshot
+from palaestra.scoreboard.server.deps import state_of
+from palaestra.scoreboard.server.ingest import score_batch
+from palaestra.scoreboard.server.live_tables import LiveEvaluation
+from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.records import EvaluationRecord
+from palaestra.scoreboard.server.web import curves
+from palaestra.scoreboard.server.web.render import render
+from palaestra.scoreboard.server.web.services import database
+
+__all__ = ["LiveRow", "compared_live", "in_progress_rows", "is_live_id", "router"]
+
+router = APIRouter(include_in_schema=False)
+#: Points of the live reward curve sent to the page (episodes are pooled into this many buckets).
+CURVE_POINTS = 200
+STATUS_LABELS = {
+    "in_progress": "in progress",
+    "abandoned": "abandoned",
+    "sealing": "sealing",
+    "sealed": "sealed",
+}
+
+
+@dataclass(frozen=True)
+class LiveRow:
+    """One run in progress, as the lists show it."""
+
+    id: str
+    url: str
+    env_id: str
+    owner: str | None
+    status: str
+    episodes: int
+    seconds_since_last_episode: float | None
+    recent_mean: float | None
+
+
+def in_progress_rows(request: Request, session: Session, where: Any, limit: int = 50) -> list[LiveRow]:
+    """The live runs not sealed yet matching ``where`` (an env's, a user's), newest first (one query)."""
+    query = (
+        sa.select(LiveEvaluation, User.name)
+        .join(User, User.seq == LiveEvaluation.user_seq)
+        .where(where, LiveEvaluation.status != "sealed")
+        .order_by(LiveEvaluation.seq.desc())
+        .limit(limit)
+    )
+    rows = []
+    for found, owner in session.execute(query).all():
+        obj = live.live_object(state_of(request), found, {}, owner)
+        rows.append(
+            LiveRow(
+                obj.id,
+                live_web_path(obj.id),
+                obj.env,
+                owner,
+                STATUS_LABELS[obj.status],
+                obj.episodes,
+                obj.seconds_since_last_episode,
+                obj.recent_mean,
+            )
+        )
+    return rows
+
+
+def _progress(request: Request, live_id: str) -> dict[str, Any]:
+    state = state_of(request)
+    with database(request).read() as session:
+        try:
+            found, sources, owner = live.load_live(session, live_id)
+        except Problem:
+            return {}
+        merged = merge_stats_documents(live.stored_documents(session, found.seq))
+    obj = live.live_object(state, found, sources, owner)
+    return {
+        "id": obj.id,
+        "env": obj.env,
+        "owner": owner,
+        "status": obj.status,
+        "status_label": STATUS_LABELS[obj.status],
+        "episodes": obj.episodes,
+        "timesteps": obj.timesteps,
+        "seconds_since_last_episode": obj.seconds_since_last_episode,
+        "recent_mean": obj.recent_mean,
+        "evaluation_url": protocol.evaluation_web_path(obj.evaluation_id) if obj.evaluation_id else None,
+        "curve": _bucketed(merged["episode_rewards"]),
+    }
+
+
+def _bucketed(rewards: list[float]) -> list[list[float]]:
+    """``[episode, mean reward]`` over at most :data:`CURVE_POINTS` buckets of consecutive episodes."""
+    if not rewards:
+        return []
+    size = max(1, -(-len(rewards) // CURVE_POINTS))
+    return [
+        [i + len(rewards[i : i + size]), sum(rewards[i : i + size]) / len(rewards[i : i + size])]
+        for i in range(0, len(rewards), size)
+    ]
+
+
+@router.get("/live/{live_id}.json")
+def live_progress(request: Request, live_id: str) -> Response:
+    """What the live page polls: status, counts, seconds since the last episode, the reward curve."""
+    progress = _progress(request, live_id)
+    if not progress:
+        return Response(
+            '{"detail": "No such live evaluation."}', status_code=404, media_type="application/json"
+        )
+
+    return Response(
+        json.dumps(progress), media_type="application/json", headers={"Cache-Control": "no-store"}
+    )
+
+
+@router.get("/live/{live_id}", response_class=HTMLResponse)
+def live_page(request: Request, live_id: str) -> Response:
+    progress = _progress(request, live_id)
+    if not progress:
+        return render(
+            request, "error.html", status_code=404, title="Not found", message=f"No live run {live_id!r}."
+        )
+    if progress["status"] == "sealed" and progress["evaluation_url"]:
+        return RedirectResponse(progress["evaluation_url"], status_code=303)
+    return render(request, "live.html", live=progress, poll_url=f"{live_web_path(live_id)}.json")
+
+
+def env_filter(env_id: str) -> Any:
+    return LiveEvaluation.env_id == env_id
+
+
+def user_filter(user_seq: int) -> Any:
+    return LiveEvaluation.user_seq == user_seq
+
+
+# -- compare -----------------------------------------------------------------------------------------
+
+
+def is_live_id(object_id: str) -> bool:
+    return object_id.startswith(protocol.ID_PREFIX["live_evaluation"])
+
+
+def compared_live(
+    request: Request, live_ids: list[str]
+) -> dict[str, tuple[EvaluationRecord, dict[str, Any] | None]]:
+    """Live runs to draw on the compare page, by id: a record scored on the episodes received so far
+    (for display only: nothing is stored) and its curves, from ``live_chunks``."""
+    found: dict[str, tuple[EvaluationRecord, dict[str, Any] | None]] = {}
+    with database(request).read() as session:
+        for live_id in live_ids:
+            try:
+                run, _sources, owner = live.load_live(session, live_id)
+            except Problem:
+                continue
+            merged = merge_stats_documents(live.stored_documents(session, run.seq))
+            if not merged["timestamps"]:
+                continue
+            batch = protocol.EpisodeBatch.model_construct(**episode_batch_document(merged, live_id))
+            scoring = score_batch(batch, run.env_id, run.gym_version)
+            values = {
+                "id": run.id,
+                "env_id": run.env_id,
+                "env_listed": scoring.listed,
+                "created": run.created,
+                "videos": [],
+                **scoring.columns(),
+            }
+            record = EvaluationRecord.of(snapshot(Evaluation, values), None, None, owner)
+            data = curves.from_episode_batch(
+                batch.enriched(run.env_id), scoring.score.trials, scoring.score.reward_threshold
+            )
+            found[live_id] = (record, data)
+    return found
