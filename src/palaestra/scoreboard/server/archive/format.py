@@ -41,6 +41,8 @@ from palaestra.scoreboard.server.db import (
     User,
     UTCDateTime,
 )
+from palaestra.scoreboard.server.ladder_db import LadderGame, LadderMatch, LadderRating
+from palaestra.scoreboard.server.live_tables import LiveChunkRecord, LiveEvaluation, LiveSource
 
 __all__ = [
     "BLOB_INDEX",
@@ -99,6 +101,13 @@ TABLES = (
     ExportedTable(Evaluation),
     ExportedTable(EnvStats),
     ExportedTable(ScoreLogEntry),
+    # the board-game ladders (games are stored as their records' text, no blob) and live runs
+    ExportedTable(LadderMatch),
+    ExportedTable(LadderGame),
+    ExportedTable(LadderRating),
+    ExportedTable(LiveEvaluation),
+    ExportedTable(LiveSource),
+    ExportedTable(LiveChunkRecord),
 )
 
 
