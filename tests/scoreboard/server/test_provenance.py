@@ -182,3 +182,28 @@ def test_benchmark_dry_run_shows_every_directorys_provenance(tmp_path):
     assert shown["benchmark_run"]["benchmark_id"] == "ClassicControl2-v1"
     assert sorted(e["env"] for e in shown["evaluations"]) == ["CartPole-v0", "Pendulum-v1"]
     assert all(e["provenance"]["seeds"] == [{"reset": 0, "seed": 5}] for e in shown["evaluations"])
+
+
+def test_a_benchmark_that_pools_two_protocols_of_a_task_says_which_fields_differ(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    """Benchmark aggregates never mix conditions silently: the run and benchmark pages name them."""
+    with scoreboard_server.client() as c:
+        run = c.post("/v1/benchmark_runs", json={"benchmark_id": "ClassicControl2-v1"}).json()
+        for steps in (30, 60):
+            env = {"id": "Pendulum-v1", "max_episode_steps": steps}
+            r = _post_evaluation(
+                c, env="Pendulum-v1", benchmark_run_id=run["id"], provenance={**VALID, "env": env}
+            )
+            assert r.status_code == 201, r.text
+        other = c.post("/v1/benchmark_runs", json={"benchmark_id": "ClassicControl2-v1"}).json()
+        pendulum = {"id": "Pendulum-v1"}
+        r = _post_evaluation(c, env="Pendulum-v1", benchmark_run_id=other["id"], provenance={**VALID, "env": pendulum})
+        assert r.status_code == 201, r.text
+        run_page = c.get(f"/benchmark_runs/{run['id']}").text
+        one_protocol = c.get(f"/benchmark_runs/{other['id']}").text
+        benchmark_page = c.get("/benchmarks/ClassicControl2-v1").text
+    for page in (run_page, benchmark_page):
+        notice = html.unescape(page.split('id="conditions-notice">', 1)[1].split("</div>", 1)[0])
+        assert "Pendulum-v1 (" in notice and "max_episode_steps" in notice, notice
+    assert 'id="conditions-notice"' not in one_protocol

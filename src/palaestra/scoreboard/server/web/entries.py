@@ -43,6 +43,7 @@ __all__ = [
     "Split",
     "condition_filter",
     "condition_sets",
+    "pooled_conditions_notice",
     "rank_entries",
     "split_by_conditions",
 ]
@@ -132,6 +133,35 @@ def split_by_conditions(records: Sequence[EvaluationRecord], mix: bool = False) 
     cards = {(r.env_id, _param(r.conditions_key)): r.conditions or {} for r in records}
     found = [d for d in differences(list(cards.values())) if d.field not in _ENV_FIELDS]
     return Split(same, other, found, mixed=mix and len(cards) > 1)
+
+
+def pooled_conditions_notice(session: Session, where: Any) -> str | None:
+    """What a benchmark aggregate pools without saying so otherwise: for the benchmark evaluations that
+    ``where`` selects, the tasks (envs) run under more than one set of conditions, each with the fields
+    that differ; None when every task ran under one."""
+    rows = session.execute(
+        sa.select(Evaluation.env_id, sa.func.min(Evaluation.seq))
+        .where(where, Evaluation.env_id.is_not(None))
+        .group_by(Evaluation.env_id, Evaluation.conditions_key)
+    ).all()
+    firsts: dict[str, list[int]] = {}
+    for env_id, seq in rows:
+        firsts.setdefault(str(env_id), []).append(seq)
+    parts = []
+    for env_id, seqs in sorted(firsts.items()):
+        if len(seqs) < 2:
+            continue
+        stored = session.execute(sa.select(Evaluation.conditions).where(Evaluation.seq.in_(seqs))).scalars()
+        cards = [card or derive_conditions(env_id, None) for card in stored]
+        fields = "; ".join(d.text for d in differences(cards) if d.field not in _ENV_FIELDS)
+        parts.append(f"{env_id} ({fields or 'conditions not recorded for some'})")
+    if not parts:
+        return None
+    return (
+        "These scores pool evaluations that ran a task under different conditions: "
+        + ", ".join(parts)
+        + ". Compare them with care, or score runs of one protocol apart."
+    )
 
 
 # -- seed groups -------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 from palaestra import catalogue
 from palaestra.scoreboard.protocol import EpisodeBatchError, parse_json
 from palaestra.scoreboard.server import pictures
-from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.records import (
@@ -608,6 +608,8 @@ def benchmark_page(
             return not_found(request, f"No benchmark {benchmark_id!r}.")
         choices = benchmark_pages.run_choices(session, benchmark_id)
         compared = benchmark_pages.improvement(session, benchmark_id, x, y) if x or y else None
+        runs_of = sa.select(BenchmarkRun.seq).where(BenchmarkRun.benchmark_id == benchmark_id)
+        pooled = entries.pooled_conditions_notice(session, Evaluation.benchmark_run_seq.in_(runs_of))
     bench, runs, pager, task_ids, aggregates = found
     return render(
         request,
@@ -623,6 +625,7 @@ def benchmark_page(
         chosen=(x or (choices[0].id if choices else ""), y or (choices[1].id if len(choices) > 1 else "")),
         improvement=compared if not isinstance(compared, str) else None,
         improvement_problem=compared if isinstance(compared, str) else None,
+        conditions_notice=pooled,
     )
 
 
@@ -630,9 +633,11 @@ def benchmark_page(
 def benchmark_run_page(request: Request, run_id: str) -> HTMLResponse:
     with database(request).read() as session:
         run = benchmark_pages.run_detail(session, run_id)
+        of_run = sa.select(BenchmarkRun.seq).where(BenchmarkRun.id == run_id).scalar_subquery()
+        pooled = entries.pooled_conditions_notice(session, Evaluation.benchmark_run_seq == of_run)
     if run is None:
         return not_found(request, f"No benchmark run {run_id!r}.")
-    return render(request, "benchmark_run.html", nav="benchmarks", run=run)
+    return render(request, "benchmark_run.html", nav="benchmarks", run=run, conditions_notice=pooled)
 
 
 __all__ = ["router"]
