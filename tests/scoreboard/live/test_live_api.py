@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.scoreboard.server_helpers import ScoreboardServer
+from tests.scoreboard.server_helpers import ScoreboardServer, make_batch, upload_evaluation
 
 LIVE = "/v1/live_evaluations"
 
@@ -161,3 +162,23 @@ def test_compare_draws_a_running_evaluation_labelled_as_in_progress(scoreboard_s
     assert labels[running].endswith("(in progress)") and not labels[evaluation_id].endswith("(in progress)")
     assert len(next(line for line in chart["series"] if line["id"] == running)["reward"]) == 30
     assert f'href="/live/{running}"' in page.text
+
+
+def test_the_algorithm_curve_across_runs_includes_its_runs_in_progress_when_asked_labelled(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    server, name = scoreboard_server, f"live-alg-{uuid.uuid4().hex[:6]}"
+    with server.client() as c:
+        finished = upload_evaluation(c, "CartPole-v1", make_batch(150), algorithm={"id": name})
+    algorithm_id = finished["algorithm"]["id"]
+    r = httpx.post(
+        server.url + LIVE, json={"env": "CartPole-v1", "algorithm": {"id": name}}, headers=_headers(server.api_key)
+    )
+    running = r.json()["id"]
+    _post_chunk(server, running, _chunk("s", 0, 150))
+    page = httpx.get(f"{server.url}/algorithms/{algorithm_id}", params={"env": "CartPole-v1"}).text
+    assert "1 run of this algorithm on CartPole-v1 is in progress" in page  # offered, not pooled
+    assert "over 1 run" in " ".join(page.split())
+    pooled = httpx.get(f"{server.url}/algorithms/{algorithm_id}", params={"env": "CartPole-v1", "live": "1"}).text
+    assert 'id="across-live">Including 1 run in progress' in pooled
+    assert "over 2 runs" in " ".join(pooled.split())

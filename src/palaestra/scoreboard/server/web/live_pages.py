@@ -152,6 +152,23 @@ def user_filter(user_seq: int) -> Any:
     return LiveEvaluation.user_seq == user_seq
 
 
+def algorithm_live_ids(session: Session, user_seq: int, names: tuple[str, ...], env_id: str, limit: int) -> list[str]:
+    """The newest runs in progress (not sealed) of an algorithm on ``env_id``: its owner's live runs that
+    name it (by id or by name, as an upload does), for its curve across runs."""
+    rows = session.execute(
+        sa.select(LiveEvaluation.id)
+        .where(
+            LiveEvaluation.user_seq == user_seq,
+            LiveEvaluation.env_id == env_id,
+            LiveEvaluation.status == "in_progress",
+            LiveEvaluation.algorithm_ref.in_(names),
+        )
+        .order_by(LiveEvaluation.seq.desc())
+        .limit(limit)
+    )
+    return [live_id for (live_id,) in rows]
+
+
 # -- compare -----------------------------------------------------------------------------------------
 
 

@@ -234,9 +234,11 @@ def algorithm_page(
     stat: str = Query("mean", max_length=10),
     x: str = Query("episode", max_length=20),
     conditions: str = Query("", max_length=20),
+    live: str = Query("", max_length=4),
 ) -> HTMLResponse:
     """The algorithm's evaluations, and its learning curve across those of one env (``env``): the runs
-    under the newest one's conditions (``conditions=all``: every run, mixed on purpose)."""
+    under the newest one's conditions (``conditions=all``: every run, mixed on purpose), and with
+    ``live=1`` its runs in progress too, labelled."""
     with database(request).read() as session:
         found = queries.algorithm(session, algorithm_id)
         if found is None:
@@ -247,17 +249,27 @@ def algorithm_page(
         chosen = env if env in dict(envs) else (envs[0][0] if envs else None)
         ids = queries.algorithm_evaluation_ids(session, alg, chosen, aggregate.MAX_RUNS) if chosen else []
         found_rows = session.execute(evaluation_select().where(Evaluation.id.in_(ids))).all() if ids else []
+        live_ids = (
+            live_pages.algorithm_live_ids(session, alg.user_seq, (alg.id, alg.name), chosen, aggregate.MAX_RUNS)
+            if chosen
+            else []
+        )
     records = sorted(map(evaluation_record, found_rows), key=lambda ev: ids.index(ev.id))
+    running = live_pages.compared_live(request, live_ids) if live == "1" else {}
+    records = [record for record, _ in running.values()] + records
     # Runs under other conditions than the newest one's are not averaged in (conditions=all mixes them).
     split = entries.split_by_conditions(records, mix=conditions == entries.ALL_CONDITIONS)
     records = split.shown
     metric = stat if stat in aggregate.METRICS else "mean"
     axis = x if x in aggregate.AXES else "episode"
     key = "|".join([alg.id, chosen or "", metric, axis, *[ev.id for ev in records]])
-    hit, chart = _aggregate_cache.get(key)
+    hit, chart = _aggregate_cache.get(key) if not running else (False, None)  # live curves still grow
     if not hit:
-        chart = aggregate.aggregate_curve([_curves(request, ev) for ev in records], metric, axis)
-        _aggregate_cache.put(key, chart)
+        lines = [running[ev.id][1] if ev.id in running else _curves(request, ev) for ev in records]
+        chart = aggregate.aggregate_curve(lines, metric, axis)
+        if not running:
+            _aggregate_cache.put(key, chart)
+    query = {"env": chosen or "", "stat": metric, "x": axis}
     across = {
         "envs": envs,
         "env": chosen,
@@ -271,7 +283,11 @@ def algorithm_page(
         "max_runs": aggregate.MAX_RUNS,
         "path": request.url.path,
         "split": split,
-        "mix_url": f"{request.url.path}?{urlencode({'env': chosen or '', 'stat': metric, 'x': axis, 'conditions': 'all'})}",
+        "mix_url": f"{request.url.path}?{urlencode({**query, 'conditions': 'all'})}",
+        # runs in progress: how many are pooled (live=1), else how many could be, and the switch
+        "live": len([ev for ev in records if ev.id in running]),
+        "live_available": len(live_ids),
+        "live_url": f"{request.url.path}?{urlencode({**query, 'live': '1'})}",
     }
     facts = [("Id", alg.id), ("User", owner)]
     return render(
