@@ -148,7 +148,7 @@ def make_vector_env(
 ) -> gymnasium.vector.VectorEnv[Any, Any, Any]:
     """``gymnasium.make_vec(env_id, num_envs)`` (its own vector env where the id has one, else
     ``vectorization_mode``), with a render mode the Monitor can record when ``video``."""
-    from palaestra.monitoring.monitor import prepare_offscreen_rendering
+    from palaestra.monitoring.recording import prepare_offscreen_rendering
 
     check_env_id(env_id)
     if video and "render_mode" not in kwargs:

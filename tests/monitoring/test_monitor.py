@@ -16,7 +16,7 @@ import pytest
 import palaestra
 from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import files, open_monitors, vector_env_fns
-from palaestra.monitoring import monitor as monitor_module
+from palaestra.monitoring import recording as monitor_module
 from tests.monitoring.monitoring_helpers import (
     CountingEnv,
     StableBaselinesStyleVecEnv,

@@ -33,7 +33,8 @@ from palaestra.benchmarks.statistics import (
     performance_profile,
 )
 from palaestra.errors import ResultsError
-from palaestra.monitoring import detect_training_manifests, load_results
+from palaestra.monitoring.files import detect_training_manifests
+from palaestra.monitoring.results import load_results
 
 logger = logging.getLogger("palaestra.benchmarks")
 

@@ -6,7 +6,8 @@ from palaestra.monitoring.files import (
     detect_monitor_files,
     detect_training_manifests,
 )
-from palaestra.monitoring.monitor import Monitor, open_monitors, vector_env_fns
+from palaestra.monitoring.monitor import Monitor, vector_env_fns
+from palaestra.monitoring.open_monitors import open_monitors
 from palaestra.monitoring.results import (
     Results,
     collapse_env_infos,

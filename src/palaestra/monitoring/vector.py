@@ -48,9 +48,10 @@ from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import files
 from palaestra.monitoring.env_ids import vector_env_id, vector_spec
 from palaestra.monitoring.journal import KIND_BY_TYPE
-from palaestra.monitoring.monitor import (
+from palaestra.monitoring.open_monitors import _registry
+from palaestra.monitoring.provenance import ProvenanceRecorder
+from palaestra.monitoring.recording import (
     VIDEO_RENDER_MODES,
-    _registry,
     env_info_of_spec,
     episode_type_of,
     follow_live,
@@ -58,7 +59,6 @@ from palaestra.monitoring.monitor import (
     prepare_directory,
     video_mode_for,
 )
-from palaestra.monitoring.provenance import ProvenanceRecorder
 from palaestra.monitoring.schedules import VideoSchedule, disable_videos
 from palaestra.monitoring.stats import VectorStatsRecorder
 

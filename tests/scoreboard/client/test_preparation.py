@@ -224,7 +224,7 @@ def test_benchmark_upload_of_a_directory_without_runs_says_so(tmp_path):
 
 
 def test_env_id_is_required_for_upload(tmp_path):
-    from palaestra.monitoring.monitor import env_info_for
+    from palaestra.monitoring.recording import env_info_for
 
     record_cartpole(tmp_path, episodes=1)
     path, manifest = manifest_of(tmp_path)

@@ -35,7 +35,7 @@ from palaestra.benchmarks import benchmark_spec
 from palaestra.benchmarks.runs import training_directories
 from palaestra.errors import Error, MonitorError, ResultsError, UnregisteredBenchmark
 from palaestra.monitoring import files as monitor_files
-from palaestra.monitoring.monitor import open_monitors
+from palaestra.monitoring.open_monitors import open_monitors
 from palaestra.monitoring.provenance import load_provenance
 from palaestra.monitoring.results import load_env_info_from_manifests, load_results
 from palaestra.scoreboard import protocol
