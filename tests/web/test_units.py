@@ -81,7 +81,7 @@ def test_curves_edge_cases() -> None:
 
 
 def test_byte_ranges_of_blobs_served_from_memory() -> None:
-    from palaestra.scoreboard.server.web.routes import _bytes_response
+    from palaestra.scoreboard.server.web.downloads import _bytes_response
 
     data = bytes(range(100))
     whole = _bytes_response(data, "video/mp4", {}, None)

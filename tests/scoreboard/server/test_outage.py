@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from palaestra.scoreboard.server import api
 from palaestra.scoreboard.server.outage import database_unavailable
-from palaestra.scoreboard.server.web import account_routes, routes
+from palaestra.scoreboard.server.web import account_routes, benchmark_routes, downloads, routes
 from tests.scoreboard.client.client_helpers import record_cartpole
 from tests.scoreboard.conftest import PG_ADMIN_URL
 from tests.scoreboard.server_helpers import ScoreboardServer, form_token, upload_evaluation, video_archive
@@ -57,7 +57,7 @@ def end_postgres_outage(database_url: str) -> None:
 def every_route(ids: dict[str, str]) -> list[tuple[str, str]]:
     """``(method, path)`` of every route of the API and the pages, path parameters filled from ``ids``."""
     found = []
-    for router in (*api.ROUTERS, routes.router, account_routes.router):
+    for router in (*api.ROUTERS, routes.router, downloads.router, benchmark_routes.router, account_routes.router):
         prefix = "/v1" if router in api.ROUTERS else ""
         for route in router.routes:
             path = prefix + route.path  # type: ignore[attr-defined]

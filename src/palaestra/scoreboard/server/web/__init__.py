@@ -12,7 +12,14 @@ from __future__ import annotations
 from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse
 
-from palaestra.scoreboard.server.web import account_routes, ladder_pages, live_pages, routes
+from palaestra.scoreboard.server.web import (
+    account_routes,
+    benchmark_routes,
+    downloads,
+    ladder_pages,
+    live_pages,
+    routes,
+)
 from palaestra.scoreboard.server.web.assets import mount_static, vendor_available
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.signin import CsrfRefused
@@ -29,6 +36,8 @@ CSRF_REFUSAL = (
 def include(app: FastAPI) -> None:
     """Add the pages, their 403 answer to a form without its CSRF token, and the static files to ``app``."""
     app.include_router(routes.router)
+    app.include_router(downloads.router)
+    app.include_router(benchmark_routes.router)
     app.include_router(account_routes.router)
     app.include_router(ladder_pages.router)
     app.include_router(live_pages.router)

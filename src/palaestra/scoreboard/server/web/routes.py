@@ -1,36 +1,32 @@
-"""The scoreboard's web pages (server-rendered HTML) and the downloads they link to."""
+"""The scoreboard's web pages (server-rendered HTML): home, search, envs, users, algorithms,
+evaluations and compare. The downloads they link to are :mod:`.downloads`, the benchmark pages
+:mod:`.benchmark_routes`."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
-import io
-import json
 import logging
 import re
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.responses import HTMLResponse, Response
 
 from palaestra import catalogue
-from palaestra.scoreboard.protocol import EpisodeBatchError, parse_json
+from palaestra.scoreboard.protocol import parse_json
 from palaestra.scoreboard.server import pictures
-from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.deps import state_of
-from palaestra.scoreboard.server.ingest import stored_batch_document
 from palaestra.scoreboard.server.records import (
     EvaluationRecord,
     StoredVideo,
     evaluation_record,
     evaluation_select,
 )
-from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
-from palaestra.scoreboard.server.video_integrity import read_checked, record_first_hash
+from palaestra.scoreboard.server.storage import BlobStore
 from palaestra.scoreboard.server.web import (
     aggregate,
     compare,
@@ -40,10 +36,16 @@ from palaestra.scoreboard.server.web import (
     live_pages,
     queries,
 )
-from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
+from palaestra.scoreboard.server.web.downloads import stored_batch_of
 from palaestra.scoreboard.server.web.provenance_view import provenance_view
 from palaestra.scoreboard.server.web.render import render
-from palaestra.scoreboard.server.web.services import blob_store, database
+from palaestra.scoreboard.server.web.services import (
+    blob_store,
+    database,
+    evaluation_of,
+    not_found,
+    page_number,
+)
 from palaestra.scoreboard.server.web.views import Download, VideoView, video_titles
 
 logger = logging.getLogger("palaestra.scoreboard.web")
@@ -55,18 +57,6 @@ _aggregate_cache = curves.CurveCache()
 #: Terminal recordings larger than this get no text fallback on the page (the player still works).
 MAX_FALLBACK_RECORDING_BYTES = 2 * 1024 * 1024
 _ANSI_ESCAPE_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
-
-
-def _page_number(value: str) -> int:
-    """A ``?page=`` value as a page number; anything that is not a positive number is page 1."""
-    try:
-        return max(1, int(value))
-    except ValueError:
-        return 1
-
-
-def not_found(request: Request, what: str) -> HTMLResponse:
-    return render(request, "error.html", status_code=404, title="Not found", message=what)
 
 
 # -- home and env pages ------------------------------------------------------------------------------
@@ -98,7 +88,7 @@ def search_page(
     if not text:
         return render(request, "search.html", nav="search", query="", kind="", hits=[], page=None, counts={})
     with database(request).read() as session:
-        hits, pager, counts = queries.search(session, text, kind, _page_number(page), request.url.path)
+        hits, pager, counts = queries.search(session, text, kind, page_number(page), request.url.path)
     shown_kind = kind if kind in queries.SEARCH_KINDS else ""
     return render(
         request,
@@ -158,7 +148,7 @@ def env_page(
         sets = entries.condition_sets(session, env_id)
         only = entries.condition_filter(conditions)
         rows, pager = queries.leaderboard(
-            session, env_id, sort, _page_number(page), request.url.path, only=only
+            session, env_id, sort, page_number(page), request.url.path, only=only
         )
         ranked = entries.rank_entries(session, env_id, only) if rank else None
         running = live_pages.in_progress_rows(request, session, live_pages.env_filter(env_id))
@@ -187,7 +177,7 @@ def users_page(
     request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)
 ) -> HTMLResponse:
     with database(request).read() as session:
-        users, pager = queries.users_index(session, sort, _page_number(page), request.url.path)
+        users, pager = queries.users_index(session, sort, page_number(page), request.url.path)
     return render(request, "users.html", nav="users", users=users, page=pager)
 
 
@@ -196,7 +186,7 @@ def algorithms_page(
     request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)
 ) -> HTMLResponse:
     with database(request).read() as session:
-        algorithms, pager = queries.algorithms_index(session, sort, _page_number(page), request.url.path)
+        algorithms, pager = queries.algorithms_index(session, sort, page_number(page), request.url.path)
     return render(request, "algorithms.html", nav="algorithms", algorithms=algorithms, page=pager)
 
 
@@ -206,7 +196,7 @@ def user_page(request: Request, name: str, page: str = Query("1", max_length=12)
         row = queries.user(session, name)
         if row is None:
             return not_found(request, f"No user {name!r}.")
-        rows, pager = queries.user_evaluations(session, row, _page_number(page), request.url.path)
+        rows, pager = queries.user_evaluations(session, row, page_number(page), request.url.path)
         running = live_pages.in_progress_rows(request, session, live_pages.user_filter(row.seq))
     facts = [("Member since", row.created.strftime("%Y-%m-%d") if row.created else "—")]
     return render(
@@ -244,7 +234,7 @@ def algorithm_page(
         if found is None:
             return not_found(request, f"No algorithm {algorithm_id!r}.")
         alg, owner = found
-        rows, pager = queries.algorithm_evaluations(session, alg, _page_number(page), request.url.path)
+        rows, pager = queries.algorithm_evaluations(session, alg, page_number(page), request.url.path)
         envs = queries.algorithm_envs(session, alg)
         chosen = env if env in dict(envs) else (envs[0][0] if envs else None)
         ids = queries.algorithm_evaluation_ids(session, alg, chosen, aggregate.MAX_RUNS) if chosen else []
@@ -309,13 +299,6 @@ def algorithm_page(
 # -- evaluations -------------------------------------------------------------------------------------
 
 
-def _record(request: Request, evaluation_id: str) -> EvaluationRecord | None:
-    """The evaluation's record (the one the API answers with), or None."""
-    with database(request).read() as session:
-        row = session.execute(evaluation_select().where(Evaluation.id == evaluation_id)).first()
-    return evaluation_record(row) if row is not None else None
-
-
 def _terminal_fallback(request: Request, video: StoredVideo) -> str | None:
     """The last frame of an asciicast v1 recording as plain text (shown without JavaScript)."""
     if video.kind != "terminal" or video.size > MAX_FALLBACK_RECORDING_BYTES:
@@ -352,7 +335,7 @@ def _curves(request: Request, ev: EvaluationRecord) -> dict[str, Any] | None:
     if ev.episode_batch_key:
         try:
             data = curves.from_episode_batch(
-                _stored_batch_document(request, ev), score.trials, score.reward_threshold
+                stored_batch_of(request, ev), score.trials, score.reward_threshold
             )
         except Exception as e:
             logger.warning("Cannot read the episode batch of %s (%s); using the binned curves", ev.id, e)
@@ -366,7 +349,7 @@ def _curves(request: Request, ev: EvaluationRecord) -> dict[str, Any] | None:
 
 @router.get("/evaluations/{evaluation_id}", response_class=HTMLResponse)
 def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
-    ev = _record(request, evaluation_id)
+    ev = evaluation_of(request, evaluation_id)
     if ev is None:
         return not_found(request, f"No evaluation {evaluation_id!r}.")
     rule = None  # the rule the evaluation was judged by (its era's), not necessarily today's
@@ -456,204 +439,6 @@ def compare_page(
         max_compared=compare.MAX_COMPARED,
         share_url=settings.url([ev.id for ev in records]) + ("&mix=conditions" if split.mixed else ""),
     )
-
-
-def _blob_response(
-    request: Request, evaluation_id: str, key: str, sha256: str | None, media_type: str, filename: str
-) -> Response:
-    """A stored video (or its metadata) of an evaluation, from this server's origin (the pages'
-    Content-Security-Policy allows no other), its sha256 checked first (:mod:`..video_integrity`):
-    bytes that are not those stored are never served.
-
-    The file store's blobs are files (served with Range support, so videos seek); other stores'
-    are read and served from memory, with single-range requests answered too.
-    """
-    headers = {
-        "X-Content-Type-Options": "nosniff",
-        "Cache-Control": "public, max-age=86400",
-        "Content-Disposition": f'inline; filename="{filename}"',
-    }
-    try:
-        source, digest = read_checked(blob_store(request), key, sha256)
-    except LookupError:
-        return Response("not found", status_code=404, media_type="text/plain")
-    except BlobDamaged as e:
-        logger.error("Not serving %s of %s: %s", filename, evaluation_id, e)
-        return Response(
-            f"The stored {filename} of {evaluation_id} is not the one uploaded: {e} It is not served; "
-            "the server's operator can restore it from a backup.",
-            status_code=500,
-            media_type="text/plain",
-        )
-    if sha256 is None:
-        record_first_hash(database(request), evaluation_id, key, digest)
-    if isinstance(source, Path):
-        return FileResponse(source, media_type=media_type, headers=headers)
-    return _bytes_response(source, media_type, headers, request.headers.get("range"))
-
-
-_RANGE_RE = re.compile(r"^bytes=(\d*)-(\d*)$")
-
-
-def _bytes_response(
-    data: bytes, media_type: str, headers: dict[str, str], range_header: str | None
-) -> Response:
-    """``data`` whole, or the one byte range asked for (206), or 416 for a range outside it."""
-    headers = {**headers, "Accept-Ranges": "bytes"}
-    match = _RANGE_RE.match(range_header.strip()) if range_header else None
-    if match is None or match.group(1) == match.group(2) == "":
-        return Response(data, media_type=media_type, headers=headers)
-    size = len(data)
-    if match.group(1):
-        start = int(match.group(1))
-        end = min(int(match.group(2)), size - 1) if match.group(2) else size - 1
-    else:  # the last N bytes
-        start, end = max(0, size - int(match.group(2))), size - 1
-    if start >= size or start > end:
-        return Response(status_code=416, headers={**headers, "Content-Range": f"bytes */{size}"})
-    headers["Content-Range"] = f"bytes {start}-{end}/{size}"
-    return Response(data[start : end + 1], status_code=206, media_type=media_type, headers=headers)
-
-
-@router.get("/evaluations/{evaluation_id}/episode_batch.json")
-def episode_batch_download(request: Request, evaluation_id: str) -> Response:
-    doc = _stored_batch(request, _record(request, evaluation_id))
-    if isinstance(doc, Response):
-        return doc
-    headers = {
-        "X-Content-Type-Options": "nosniff",
-        "Cache-Control": "public, max-age=86400",
-        "Content-Disposition": f'inline; filename="{evaluation_id}.episode_batch.json"',
-    }
-    return Response(json.dumps(doc), media_type="application/json", headers=headers)
-
-
-def _stored_batch_document(request: Request, ev: EvaluationRecord) -> dict[str, Any]:
-    """The 2017 stored document of ``ev``'s episode batch, its sha256 checked (:class:`BlobDamaged`)."""
-    assert ev.episode_batch_key is not None
-    data = blob_store(request).get_verified(ev.episode_batch_key, ev.episode_batch_sha256)
-    return stored_batch_document(data, ev.env_id)
-
-
-def _stored_batch(request: Request, ev: EvaluationRecord | None) -> dict[str, Any] | Response:
-    """The 2017 stored document of evaluation ``ev``'s episode batch, or the answer that says why not:
-    404 if it has none or it is gone, 500 naming the fault if its bytes are not those scored."""
-    if ev is None or not ev.episode_batch_key:
-        return Response("no such episode batch", status_code=404, media_type="text/plain")
-    try:
-        return _stored_batch_document(request, ev)
-    except (LookupError, EpisodeBatchError) as e:
-        logger.warning("Cannot read the episode batch of %s (%s)", ev.id, e)
-        return Response("no such episode batch", status_code=404, media_type="text/plain")
-    except BlobDamaged as e:
-        logger.error("Not serving the episode batch of %s: %s", ev.id, e)
-        return Response(
-            f"The stored episode batch of {ev.id} is not the one it was scored on: {e} It is not "
-            "served; the server's operator can restore it from a backup.",
-            status_code=500,
-            media_type="text/plain",
-        )
-
-
-@router.get("/evaluations/{evaluation_id}/episodes.csv")
-def episodes_csv(request: Request, evaluation_id: str) -> Response:
-    doc = _stored_batch(request, _record(request, evaluation_id))
-    if isinstance(doc, Response):
-        return doc
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["episode", "type", "length", "reward", "timestamp", "seconds", "data_source"])
-    lengths = doc.get("episode_lengths") or []
-    start = doc.get("initial_reset_timestamp")
-    types = doc.get("episode_types") or ["t"] * len(lengths)
-    sources = doc.get("data_sources") or [0] * len(lengths)
-    for i, (length, reward, stamp) in enumerate(
-        zip(lengths, doc.get("episode_rewards") or [], doc.get("timestamps") or [], strict=False)
-    ):
-        seconds = "" if not isinstance(start, int | float) else f"{stamp - start:.6f}"
-        writer.writerow(
-            [
-                i,
-                types[i] if i < len(types) else "",
-                length,
-                reward,
-                stamp,
-                seconds,
-                sources[i] if i < len(sources) else "",
-            ]
-        )
-    headers = {"Content-Disposition": f'attachment; filename="{evaluation_id}.episodes.csv"'}
-    return Response(out.getvalue(), media_type="text/csv", headers=headers)
-
-
-@router.get("/evaluations/{evaluation_id}/videos/{name}")
-def video_download(request: Request, evaluation_id: str, name: str) -> Response:
-    ev = _record(request, evaluation_id)
-    if ev is None:
-        return Response("no such evaluation", status_code=404, media_type="text/plain")
-    for video in ev.videos:
-        if video.name == name:
-            return _blob_response(request, ev.id, video.key, video.sha256, video.media_type, name)
-        if video.metadata_name == name:
-            return _blob_response(request, ev.id, video.metadata_key, video.metadata_sha256, "application/json", name)
-    return Response("no such video", status_code=404, media_type="text/plain")
-
-
-# -- benchmarks --------------------------------------------------------------------------------------
-
-
-@router.get("/benchmarks", response_class=HTMLResponse)
-def benchmarks_page(request: Request) -> HTMLResponse:
-    with database(request).read() as session:
-        items = benchmark_pages.summaries(session)
-    return render(request, "benchmarks.html", nav="benchmarks", benchmarks=items)
-
-
-@router.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse)
-def benchmark_page(
-    request: Request,
-    benchmark_id: str,
-    page: str = Query("1", max_length=12),
-    x: str = Query("", max_length=64),
-    y: str = Query("", max_length=64),
-) -> HTMLResponse:
-    """The benchmark, its ranked runs, rliable's statistics per algorithm, and P(run x > run y)."""
-    with database(request).read() as session:
-        found = benchmark_pages.detail(session, benchmark_id, _page_number(page), request.url.path)
-        if found is None:
-            return not_found(request, f"No benchmark {benchmark_id!r}.")
-        choices = benchmark_pages.run_choices(session, benchmark_id)
-        compared = benchmark_pages.improvement(session, benchmark_id, x, y) if x or y else None
-        runs_of = sa.select(BenchmarkRun.seq).where(BenchmarkRun.benchmark_id == benchmark_id)
-        pooled = entries.pooled_conditions_notice(session, Evaluation.benchmark_run_seq.in_(runs_of))
-    bench, runs, pager, task_ids, aggregates = found
-    return render(
-        request,
-        "benchmark.html",
-        nav="benchmarks",
-        bench=bench,
-        runs=runs,
-        page=pager,
-        task_ids=task_ids,
-        aggregates=aggregates,
-        chart=benchmark_pages.chart_data(aggregates),
-        choices=choices,
-        chosen=(x or (choices[0].id if choices else ""), y or (choices[1].id if len(choices) > 1 else "")),
-        improvement=compared if not isinstance(compared, str) else None,
-        improvement_problem=compared if isinstance(compared, str) else None,
-        conditions_notice=pooled,
-    )
-
-
-@router.get("/benchmark_runs/{run_id}", response_class=HTMLResponse)
-def benchmark_run_page(request: Request, run_id: str) -> HTMLResponse:
-    with database(request).read() as session:
-        run = benchmark_pages.run_detail(session, run_id)
-        of_run = sa.select(BenchmarkRun.seq).where(BenchmarkRun.id == run_id).scalar_subquery()
-        pooled = entries.pooled_conditions_notice(session, Evaluation.benchmark_run_seq == of_run)
-    if run is None:
-        return not_found(request, f"No benchmark run {run_id!r}.")
-    return render(request, "benchmark_run.html", nav="benchmarks", run=run, conditions_notice=pooled)
 
 
 __all__ = ["router"]
