@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import quote
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -19,19 +18,15 @@ from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
 from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
-    algorithm_of_evaluations,
     of_algorithm,
 )
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
-    AlgorithmCard,
     EnvCard,
     EnvHeader,
     EvaluationRow,
     GroupView,
     Page,
-    SearchHit,
-    UserCard,
     clamp_page,
 )
 
@@ -266,10 +261,10 @@ def _page_rows(
     if needs_algorithm:
         keys = keys.outerjoin(Algorithm, Algorithm.seq == Evaluation.algorithm_seq)
     seqs = list(session.execute(keys.order_by(*order).limit(page.size).offset(page.offset)).scalars())
-    return _fetch_rows(session, seqs)
+    return fetch_rows(session, seqs)
 
 
-def _fetch_rows(session: Session, seqs: list[int]) -> list[EvaluationRow]:
+def fetch_rows(session: Session, seqs: list[int]) -> list[EvaluationRow]:
     """The table rows of evaluations ``seqs``, in that order."""
     if not seqs:
         return []
@@ -341,247 +336,3 @@ def algorithm_evaluation_ids(
         .limit(limit)
     )
     return [str(i) for i in session.execute(stmt).scalars()]
-
-
-# -- recent uploads, the users and algorithms indexes, search ----------------------------------------------
-
-
-RECENT_UPLOADS = 10
-
-
-def recent_evaluations(session: Session, limit: int = RECENT_UPLOADS) -> list[EvaluationRow]:
-    """The newest ``limit`` evaluations (the home page's feed), along the primary key."""
-    seqs = list(
-        session.execute(sa.select(Evaluation.seq).order_by(Evaluation.seq.desc()).limit(limit)).scalars()
-    )
-    return _fetch_rows(session, seqs)
-
-
-#: ``/users`` orders: key -> (label, ORDER BY of :func:`users_index`'s columns). Ties: by name.
-USER_SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "evaluations": ("most evaluations", ("n_evaluations DESC", "name")),
-    "recent": ("latest upload", ("last_upload_order DESC", "name")),
-    "name": ("name", ("name",)),
-}
-ALGORITHM_SORTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "evaluations": ("most evaluations", ("n_evaluations DESC", "name", "id")),
-    "recent": ("latest upload", ("last_upload_order DESC", "name", "id")),
-    "name": ("name", ("name", "id")),
-}
-
-
-def _sorted_page(
-    sorts: dict[str, tuple[str, tuple[str, ...]]],
-    sort: str,
-    page_number: int,
-    total: int,
-    path: str,
-    params: dict[str, str] | None = None,
-) -> tuple[Page, tuple[Any, ...]]:
-    if sort not in sorts:
-        sort = next(iter(sorts))
-    label, order = sorts[sort]
-    number = clamp_page(page_number, total)
-    page = Page(
-        number=number,
-        size=PAGE_SIZE,
-        total=total,
-        path=path,
-        sort=sort,
-        sort_label=label,
-        params=params or {},
-    )
-    return page, tuple(sa.text(clause) for clause in order)
-
-
-def users_index(session: Session, sort: str, page_number: int, path: str) -> tuple[list[UserCard], Page]:
-    """One page of every user, with their evaluations' count, solved count and latest upload."""
-    per_user = (
-        sa.select(
-            Evaluation.user_seq.label("user_seq"),
-            sa.func.count().label("n"),
-            sa.func.sum(sa.case((Evaluation.solved.is_(True), 1), else_=0)).label("solved"),
-            sa.func.max(Evaluation.seq).label("last_seq"),
-        )
-        .group_by(Evaluation.user_seq)
-        .subquery()
-    )
-    total = int(session.execute(sa.select(sa.func.count()).select_from(User)).scalar() or 0)
-    page, order = _sorted_page(USER_SORTS, sort, page_number, total, path)
-    stmt = (
-        sa.select(
-            User.name.label("name"),
-            User.created.label("created"),
-            sa.func.coalesce(per_user.c.n, 0).label("n_evaluations"),
-            sa.func.coalesce(per_user.c.solved, 0).label("n_solved"),
-            sa.func.coalesce(per_user.c.last_seq, 0).label("last_upload_order"),
-            per_user.c.last_seq,
-        )
-        .select_from(User)
-        .outerjoin(per_user, per_user.c.user_seq == User.seq)
-        .order_by(*order)
-        .limit(page.size)
-        .offset(page.offset)
-    )
-    rows = session.execute(stmt).all()
-    when = _created_of(session, [r.last_seq for r in rows if r.last_seq])
-    cards = [
-        UserCard(r.name, r.created, int(r.n_evaluations), int(r.n_solved), when.get(r.last_seq)) for r in rows
-    ]
-    return cards, page
-
-
-def _created_of(session: Session, seqs: list[int]) -> dict[int, Any]:
-    """``{seq: created}`` of evaluations ``seqs``."""
-    if not seqs:
-        return {}
-    rows = session.execute(sa.select(Evaluation.seq, Evaluation.created).where(Evaluation.seq.in_(seqs)))
-    return {seq: created for seq, created in rows}
-
-
-def algorithms_index(session: Session, sort: str, page_number: int, path: str) -> tuple[list[AlgorithmCard], Page]:
-    """One page of every algorithm, with its owner, evaluations, envs and latest upload."""
-    evaluations = algorithm_of_evaluations()
-    per_algorithm = (
-        sa.select(
-            evaluations.c.algorithm_seq,
-            sa.func.count().label("n"),
-            sa.func.count(sa.distinct(evaluations.c.env_id)).label("envs"),
-            sa.func.max(evaluations.c.seq).label("last_seq"),
-        )
-        .group_by(evaluations.c.algorithm_seq)
-        .subquery()
-    )
-    total = int(session.execute(sa.select(sa.func.count()).select_from(Algorithm)).scalar() or 0)
-    page, order = _sorted_page(ALGORITHM_SORTS, sort, page_number, total, path)
-    stmt = (
-        sa.select(
-            Algorithm.id.label("id"),
-            Algorithm.name.label("name"),
-            User.name.label("owner"),
-            sa.func.coalesce(per_algorithm.c.n, 0).label("n_evaluations"),
-            sa.func.coalesce(per_algorithm.c.envs, 0).label("n_envs"),
-            sa.func.coalesce(per_algorithm.c.last_seq, 0).label("last_upload_order"),
-            per_algorithm.c.last_seq,
-        )
-        .select_from(Algorithm)
-        .join(User, User.seq == Algorithm.user_seq)
-        .outerjoin(per_algorithm, per_algorithm.c.algorithm_seq == Algorithm.seq)
-        .order_by(*order)
-        .limit(page.size)
-        .offset(page.offset)
-    )
-    rows = session.execute(stmt).all()
-    when = _created_of(session, [r.last_seq for r in rows if r.last_seq])
-    cards = [
-        AlgorithmCard(r.id, r.name, r.owner, int(r.n_evaluations), int(r.n_envs), when.get(r.last_seq))
-        for r in rows
-    ]
-    return cards, page
-
-
-SEARCH_KINDS = ("env", "algorithm", "user")
-MAX_QUERY_LENGTH = 100
-
-
-def _contains(column: Any, text: str) -> Any:
-    """``column`` contains ``text``, case-insensitively, with ``%`` and ``_`` in it taken literally."""
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return column.ilike(f"%{escaped}%", escape="\\")
-
-
-def _env_hits(session: Session, text: str) -> list[SearchHit]:
-    """The env ids that contain ``text``: the catalogue's (runnable or uploaded) and any uploaded one."""
-    needle = text.lower()
-    rows = session.execute(
-        sa.select(EnvStats.env_id, EnvStats.evaluation_count).where(_contains(EnvStats.env_id, text))
-    )
-    counts: dict[str, int] = {env_id: count for env_id, count in rows}
-    hits: dict[str, str] = {}
-    for entry in catalogue.entries():
-        if needle in entry.env_id.lower() and (entry.available or entry.env_id in counts):
-            hits[entry.env_id] = entry.summary
-    for env_id in counts:
-        hits.setdefault(env_id, "")
-    out = []
-    # the id typed in full first, then the most evaluated
-    for env_id in sorted(hits, key=lambda e: (e.lower() != needle, -counts.get(e, 0), e.lower())):
-        n = counts.get(env_id, 0)
-        detail = f"{n} evaluation{'' if n == 1 else 's'}" + (f" · {hits[env_id]}" if hits[env_id] else "")
-        out.append(SearchHit("env", env_id, f"/envs/{quote(env_id)}", detail))
-    return out
-
-
-def search(
-    session: Session, text: str, kind: str, page_number: int, path: str
-) -> tuple[list[SearchHit], Page, dict[str, int]]:
-    """Envs, algorithms and users whose id or name contains ``text`` (of one ``kind``, or all): one
-    page of hits, in that order, and the number of hits of each kind."""
-    envs = _env_hits(session, text)
-    algorithm_match = _contains(Algorithm.name, text) | _contains(Algorithm.id, text)
-    counts = {
-        "env": len(envs),
-        "algorithm": int(
-            session.execute(sa.select(sa.func.count()).select_from(Algorithm).where(algorithm_match)).scalar()
-            or 0
-        ),
-        "user": int(
-            session.execute(
-                sa.select(sa.func.count()).select_from(User).where(_contains(User.name, text))
-            ).scalar()
-            or 0
-        ),
-    }
-    kinds = (kind,) if kind in SEARCH_KINDS else SEARCH_KINDS
-    total = sum(counts[k] for k in kinds)
-    params = {"q": text, **({"kind": kind} if kind in SEARCH_KINDS else {})}
-    page = Page(number=clamp_page(page_number, total), size=PAGE_SIZE, total=total, path=path, params=params)
-    hits: list[SearchHit] = []
-    skip, room = page.offset, page.size
-    for k in kinds:
-        if room <= 0:
-            break
-        if skip >= counts[k]:
-            skip -= counts[k]
-            continue
-        if k == "env":
-            found = envs[skip : skip + room]
-        elif k == "algorithm":
-            found = _algorithm_hits(session, algorithm_match, skip, room)
-        else:
-            found = _user_hits(session, text, skip, room)
-        hits += found
-        skip, room = 0, room - len(found)
-    return hits, page, counts
-
-
-def _algorithm_hits(session: Session, match: Any, offset: int, limit: int) -> list[SearchHit]:
-    rows = session.execute(
-        sa.select(Algorithm.id, Algorithm.name, User.name.label("owner"))
-        .join(User, User.seq == Algorithm.user_seq)
-        .where(match)
-        .order_by(Algorithm.name, Algorithm.id)
-        .offset(offset)
-        .limit(limit)
-    ).all()
-    return [
-        SearchHit("algorithm", r.name, f"/algorithms/{quote(r.id)}", f"by {r.owner} · {r.id}") for r in rows
-    ]
-
-
-def _user_hits(session: Session, text: str, offset: int, limit: int) -> list[SearchHit]:
-    per_user = (
-        sa.select(Evaluation.user_seq, sa.func.count().label("n")).group_by(Evaluation.user_seq).subquery()
-    )
-    rows = session.execute(
-        sa.select(User.name, sa.func.coalesce(per_user.c.n, 0).label("n"))
-        .outerjoin(per_user, per_user.c.user_seq == User.seq)
-        .where(_contains(User.name, text))
-        .order_by(User.name)
-        .offset(offset)
-        .limit(limit)
-    ).all()
-    return [
-        SearchHit("user", r.name, f"/users/{quote(r.name)}", f"{r.n} evaluation{'' if r.n == 1 else 's'}")
-        for r in rows
-    ]

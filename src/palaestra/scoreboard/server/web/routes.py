@@ -32,6 +32,7 @@ from palaestra.scoreboard.server.web import (
     compare,
     curves,
     entries,
+    index_queries,
     ladder_pages,
     live_pages,
     queries,
@@ -66,7 +67,7 @@ _ANSI_ESCAPE_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=
 def home_page(request: Request) -> HTMLResponse:
     with database(request).read() as session:
         groups, total, active = queries.home(session)
-        recent = queries.recent_evaluations(session)
+        recent = index_queries.recent_evaluations(session)
     return render(
         request,
         "index.html",
@@ -80,7 +81,7 @@ def home_page(request: Request) -> HTMLResponse:
 @router.get("/search", response_class=HTMLResponse)
 def search_page(
     request: Request,
-    q: str = Query("", max_length=queries.MAX_QUERY_LENGTH),
+    q: str = Query("", max_length=index_queries.MAX_QUERY_LENGTH),
     kind: str = Query("", max_length=20),
     page: str = Query("1", max_length=12),
 ) -> HTMLResponse:
@@ -88,8 +89,8 @@ def search_page(
     if not text:
         return render(request, "search.html", nav="search", query="", kind="", hits=[], page=None, counts={})
     with database(request).read() as session:
-        hits, pager, counts = queries.search(session, text, kind, page_number(page), request.url.path)
-    shown_kind = kind if kind in queries.SEARCH_KINDS else ""
+        hits, pager, counts = index_queries.search(session, text, kind, page_number(page), request.url.path)
+    shown_kind = kind if kind in index_queries.SEARCH_KINDS else ""
     return render(
         request,
         "search.html",
@@ -177,7 +178,7 @@ def users_page(
     request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)
 ) -> HTMLResponse:
     with database(request).read() as session:
-        users, pager = queries.users_index(session, sort, page_number(page), request.url.path)
+        users, pager = index_queries.users_index(session, sort, page_number(page), request.url.path)
     return render(request, "users.html", nav="users", users=users, page=pager)
 
 
@@ -186,7 +187,7 @@ def algorithms_page(
     request: Request, sort: str = "evaluations", page: str = Query("1", max_length=12)
 ) -> HTMLResponse:
     with database(request).read() as session:
-        algorithms, pager = queries.algorithms_index(session, sort, page_number(page), request.url.path)
+        algorithms, pager = index_queries.algorithms_index(session, sort, page_number(page), request.url.path)
     return render(request, "algorithms.html", nav="algorithms", algorithms=algorithms, page=pager)
 
 
