@@ -24,8 +24,8 @@ from palaestra.scoreboard.server import api, logs, problems, web
 from palaestra.scoreboard.server.api.deps import add_request_bodies
 from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
+from palaestra.scoreboard.server.evaluation_scoring import warm_up
 from palaestra.scoreboard.server.gc import PeriodicGc
-from palaestra.scoreboard.server.ingest import warm_up
 from palaestra.scoreboard.server.read_limits import limit_anonymous_reads
 from palaestra.scoreboard.server.readonly import ReadOnlyMiddleware
 from palaestra.scoreboard.server.state import ServerState, build_state

@@ -1,4 +1,5 @@
-"""Ingest: validate uploads, unpack video archives safely, and score evaluations.
+"""Ingest: validate uploads and unpack video archives safely (scoring the evaluation is
+:mod:`.evaluation_scoring`).
 
 - Episode batches: :func:`palaestra.scoreboard.protocol.parse_episode_batch` (the same validation the
   client runs), under the server's size cap, once: when the bytes arrive
@@ -9,9 +10,6 @@
   count, member size and total expansion; every mp4/avi is probed with ffprobe (or, without one,
   the ffmpeg that imageio-ffmpeg ships) and must hold a video stream; every JSON recording and
   metadata file must parse.
-- Scoring: :func:`palaestra.solved_stats.score_from_merged` and :func:`palaestra.solved_stats.compute_graph_stats`
-  with the env's ``trials`` and ``reward_threshold`` from :mod:`palaestra.catalogue`, by the registry
-  of the gym that recorded the run (``gym_version``; 2017's for gym 0.9).
 
 Errors are :class:`IngestError` with the HTTP status and the offending parameter; the app answers
 them like any other error (:mod:`palaestra.scoreboard.server.problems`).
@@ -38,10 +36,8 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
-from palaestra import catalogue, solved_stats
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4, VIDEO_META_NAME_RE, VIDEO_NAME_RE
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server.config import GRAPH_BUCKETS
 from palaestra.scoreboard.server.records import StoredVideo
 
 logger = logging.getLogger("palaestra.scoreboard.ingest")
@@ -462,66 +458,3 @@ def _first_error(e: ValidationError) -> str:
     err = e.errors(include_url=False)[0]
     where = ".".join(str(p) for p in err["loc"])
     return f"{where}: {err['msg']}" if where else str(err["msg"])
-
-
-# --------------------------------------------------------------------------------------------------
-# Scoring
-# --------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class EvaluationScoring:
-    """What ingest stores with an evaluation so that pages never recompute it."""
-
-    score: protocol.EvaluationScore
-    graph_stats: dict[str, Any] | None
-    listed: bool
-    group: str | None
-
-    def columns(self) -> dict[str, Any]:
-        """The score's columns of :class:`palaestra.scoreboard.server.db.Evaluation` (named as its
-        fields), and the leaderboard's ``ranking_mean``."""
-        ranking = solved_stats.ranking_mean(self.score.mean, self.score.episodes_mean)
-        return {**self.score.model_dump(), "ranking_mean": ranking}
-
-
-def score_batch(
-    batch: protocol.EpisodeBatch | None, env_id: str | None, gym_version: str | None = None
-) -> EvaluationScoring:
-    """Score an evaluation's episodes against its env's ``trials`` and ``reward_threshold``, by the
-    registry of the gym that recorded it (:func:`palaestra.catalogue.solving_criteria`)."""
-    entry = catalogue.lookup(env_id) if env_id else None
-    trials, threshold = (
-        catalogue.solving_criteria(env_id, gym_version) if env_id else (solved_stats.DEFAULT_TRIALS, None)
-    )
-    if batch is None:
-        stats = solved_stats.score_from_merged(
-            [], [], None, [], None, trials=trials, reward_threshold=threshold
-        )
-        graph = None
-    else:
-        stats = solved_stats.score_from_merged(
-            batch.episode_lengths,
-            batch.episode_rewards,
-            batch.episode_types,
-            batch.timestamps,
-            batch.first_reset_timestamp,
-            trials=trials,
-            reward_threshold=threshold,
-        )
-        graph = solved_stats.compute_graph_stats(
-            batch.episode_lengths,
-            batch.episode_rewards,
-            batch.timestamps,
-            batch.first_reset_timestamp,
-            GRAPH_BUCKETS,
-        )
-    score = protocol.EvaluationScore(
-        **stats, trials=trials, reward_threshold=threshold, solved=stats["episode_t_value"] is not None
-    )
-    return EvaluationScoring(score, graph, entry is not None, entry.group if entry else None)
-
-
-def warm_up() -> None:
-    """Build the env catalogue now, not on the first upload."""
-    catalogue.entries()

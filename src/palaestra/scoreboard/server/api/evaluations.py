@@ -47,13 +47,9 @@ from palaestra.scoreboard.server.db import (
     utcnow,
 )
 from palaestra.scoreboard.server.deps import run_blocking
+from palaestra.scoreboard.server.evaluation_scoring import EvaluationScoring, score_batch
 from palaestra.scoreboard.server.ids import new_id
-from palaestra.scoreboard.server.ingest import (
-    EvaluationScoring,
-    IngestError,
-    read_validated_batch,
-    score_batch,
-)
+from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
 from palaestra.scoreboard.server.live_tables import SEALED_TWIN_HEADER, sealed_twin_answer
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import (

@@ -21,7 +21,7 @@ from palaestra.scoreboard.live_protocol import live_web_path
 from palaestra.scoreboard.server import live
 from palaestra.scoreboard.server.db import Evaluation, User, snapshot
 from palaestra.scoreboard.server.deps import state_of
-from palaestra.scoreboard.server.ingest import score_batch
+from palaestra.scoreboard.server.evaluation_scoring import score_batch
 from palaestra.scoreboard.server.live_tables import LiveEvaluation
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import EvaluationRecord
