@@ -185,7 +185,7 @@ def test_navigation_indexes_feed_and_search(page: Page, web_server: Any, uploads
     pg, record = page
     pg.goto(web_server.url)
     nav = pg.locator("header.site nav").first.all_inner_texts()[0].split()
-    assert nav == ["Environments", "Benchmarks", "Algorithms", "Users"]
+    assert nav == ["Environments", "Benchmarks", "Algorithms", "Ladders", "Users"]
     assert pg.locator("header.site nav.account").inner_text() == "Sign in"
     feed = pg.locator("#recent ul.feed li")
     assert 8 <= feed.count() <= 10, "the newest uploads, ten at most (this session made 8, maybe more)"
