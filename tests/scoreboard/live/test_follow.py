@@ -136,5 +136,5 @@ def test_a_vector_monitor_with_live_true_is_sealed_when_it_closes_and_the_proces
     recorded = len(load_results(run)["episode_lengths"])
     state = live_state(scoreboard_server, live_id)
     assert state["status"] == "sealed" and state["episodes"] == recorded >= 30
-    assert len(state["sources"]) == 2
+    assert len(state["sources"]) == 1  # a vector run writes one manifest, whatever its sub-environments
     assert _evaluation(scoreboard_server, state["evaluation_id"])["score"]["number_episodes"] == recorded
