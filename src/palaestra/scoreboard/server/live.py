@@ -105,9 +105,8 @@ def create_live(session: Session, principal: Principal, body: LiveEvaluationCrea
     return live
 
 
-def _own_live(session: Session, principal: Principal, live_id: str, *, for_update: bool) -> LiveEvaluation:
-    query = sa.select(LiveEvaluation).where(LiveEvaluation.id == live_id)
-    live = session.scalar(query.with_for_update() if for_update else query)
+def _check_owner(live: Any, principal: Principal, live_id: str) -> None:
+    """404 for a live evaluation that does not exist, 403 for another user's."""
     if live is None:
         raise Problem(404, f"No such live evaluation: {live_id!r}.")
     if live.user_seq != principal.user_seq:
@@ -116,6 +115,13 @@ def _own_live(session: Session, principal: Principal, live_id: str, *, for_updat
             f"Live evaluation {live_id} belongs to another user; only the API key of its owner may add "
             "episodes to it or seal it.",
         )
+
+
+def _own_live(session: Session, principal: Principal, live_id: str, *, for_update: bool) -> LiveEvaluation:
+    query = sa.select(LiveEvaluation).where(LiveEvaluation.id == live_id)
+    live = session.scalar(query.with_for_update() if for_update else query)
+    _check_owner(live, principal, live_id)
+    assert live is not None  # _check_owner refused a missing one
     return live
 
 
@@ -200,14 +206,7 @@ def apply_chunk(state: ServerState, principal: Principal, live_id: str, chunk: L
 
 
 def _check_chunk_target(live: Any, principal: Principal, live_id: str) -> None:
-    if live is None:
-        raise Problem(404, f"No such live evaluation: {live_id!r}.")
-    if live.user_seq != principal.user_seq:
-        raise Problem(
-            403,
-            f"Live evaluation {live_id} belongs to another user; only the API key of its owner may add "
-            "episodes to it or seal it.",
-        )
+    _check_owner(live, principal, live_id)
     if live.status in ("sealing", "sealed"):
         raise Problem(
             409,

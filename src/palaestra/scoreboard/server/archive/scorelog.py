@@ -242,13 +242,18 @@ def evaluation_blob_keys(batch_key: str | None, videos: Iterable[Mapping[str, An
 def evaluation_blobs(
     store: BlobStore, batch_key: str | None, batch_sha256: str | None, videos: Iterable[Mapping[str, Any]]
 ) -> list[dict[str, str]]:
-    """``[{key, sha256}]`` of an evaluation's blobs, hashed from the store (before the write
-    transaction: the batch's hash was recorded when it arrived)."""
-    out = []
-    for key in evaluation_blob_keys(batch_key, videos):
-        digest = batch_sha256 if key == batch_key and batch_sha256 else hash_blob(store, key)
-        out.append({"key": key, "sha256": digest})
-    return out
+    """``[{key, sha256}]`` of an evaluation's blobs. The hashes ingest recorded (the batch's when it
+    arrived, each video's and its metadata's when the archive was unpacked) are taken as they are;
+    only a blob stored without one (before palaestra recorded them) is read and hashed."""
+    videos = list(videos)
+    known: dict[str, str | None] = {batch_key: batch_sha256} if batch_key else {}
+    for video in videos:
+        known[video["key"]] = video.get("sha256")
+        known[video["metadata_key"]] = video.get("metadata_sha256")
+    return [
+        {"key": key, "sha256": known.get(key) or hash_blob(store, key)}
+        for key in evaluation_blob_keys(batch_key, videos)
+    ]
 
 
 def hash_blob(store: BlobStore, key: str) -> str:
