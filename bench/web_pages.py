@@ -74,14 +74,15 @@ def start_server(
     raise SystemExit("palaestra server did not start within 60 s")
 
 
-def store_batches(data_dir: Path, ids: list[str], seed: int = 0) -> list[str]:
+def store_batches(data_dir: Path, ids: list[str], seed: int = 0) -> list[tuple[str, dict[str, Any]]]:
     """An episode batch (1,000 to 3,000 episodes) for each of ``ids`` in the server's blob store;
-    returns their blob keys."""
+    returns their blob keys and the curves ingest derives from them."""
     import json
 
     import numpy as np
 
     from palaestra.scoreboard.server.config import resolve_config
+    from palaestra.scoreboard.server.evaluation_scoring import curves_of
     from palaestra.scoreboard.server.storage import open_store
 
     store = open_store(resolve_config(data_dir=data_dir).storage_url)
@@ -96,7 +97,7 @@ def store_batches(data_dir: Path, ids: list[str], seed: int = 0) -> list[str]:
                "initial_reset_timestamp": t0, "env_id": ENV_ID}
         key = f"bench/{evaluation_id}.episode_batch.json"
         store.put_bytes(key, json.dumps(doc).encode())
-        keys.append(key)
+        keys.append((key, curves_of(doc, 100, 475.0)))
     return keys
 
 
@@ -135,7 +136,8 @@ def fill(database_url: str, data_dir: Path, n: int, with_episodes: int, seed: in
                 rows.append(dict(
                     id=ids[i], user_seq=users[i % 20].seq, env_id=ENV_ID, env_listed=True,
                     algorithm_seq=algorithm.seq, trials=100, reward_threshold=475.0,
-                    episode_batch_key=keys[i] if i < with_episodes else None,
+                    episode_batch_key=keys[i][0] if i < with_episodes else None,
+                    curves=keys[i][1] if i < with_episodes else None,
                     solved=solved, episode_t_value=rng.randrange(0, 2000) if solved else None,
                     timestep_t_value=rng.randrange(0, 10**6) if solved else None, mean=None if short else mean,
                     episodes_mean=mean if short else None, ranking_mean=mean,

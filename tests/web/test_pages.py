@@ -24,6 +24,7 @@ from palaestra.scoreboard.server import db as m
 from palaestra.scoreboard.server.app import create_app
 from palaestra.scoreboard.server.config import resolve_config
 from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
+from palaestra.scoreboard.server.evaluation_scoring import curves_of
 from palaestra.scoreboard.server.state import build_state
 from palaestra.scoreboard.server.web import assets
 from palaestra.solved_stats import ranking_mean, score_from_merged
@@ -61,6 +62,7 @@ def _store_evaluations(state: Any) -> dict[str, Any]:
                 id=f"eval_{i:02d}", user_seq=(alice if i % 2 else bob).seq, env_id="CartPole-v1", env_listed=True,
                 algorithm_seq=(hostile if i == 4 else plain).seq, trials=100, reward_threshold=475.0,
                 solved=stats["episode_t_value"] is not None, episode_batch_key=key,
+                curves=curves_of(doc, 100, 475.0),  # what ingest derives from the batch
                 created=now - timedelta(minutes=N_EVALUATIONS - i), **stats,
                 ranking_mean=ranking_mean(stats["mean"], stats["episodes_mean"]),
             )

@@ -73,11 +73,6 @@ def test_curves_edge_cases() -> None:
         {"episode_lengths": [3, 4], "episode_rewards": [1.0, float("nan")], "timestamps": [1.0, 2.0]}, 100, 1.0
     )
     assert small is not None and not small["binned"] and small["reward"] == [1.0, None]
-    stats = {"x_episode_y_reward": {"x": [0.5, 1.5], "y": [1.0, 2.0]}, "x_episode_y_length": {"x": [0.5, 1.5], "y": [3, 4]}}
-    binned = curves.from_graph_stats(stats, 100, None)
-    assert binned is not None and binned["reward"] == [1.0, 2.0] and binned["length"] == [3, 4]
-    assert binned["timestep"] == [None, None] and binned["reward_mean"] == [None, None]
-    assert curves.from_graph_stats(None, 100, None) is None
 
 
 def test_byte_ranges_of_blobs_served_from_memory() -> None:

@@ -5,7 +5,9 @@
 - :func:`training_directories`: the one walker of a run's folders, in natural order (``E-2`` before
   ``E-10``), so that trials are read in trial order by everyone who walks a run: the scorer here,
   the upload client and ``palaestra benchmark run``;
-- :func:`score_benchmark_run`: the run's score from its evaluations (the scoreboard server's hook);
+- :func:`score_benchmark_run`: the run's score from its evaluations; :func:`aggregate_benchmark_run`
+  the same from their ``TaskScores`` without the bootstrap, and :func:`run_statistics` the bootstrap
+  (the scoreboard server stores each evaluation's TaskScores and bootstraps after the upload);
 - :func:`benchmark_score_from_local`: the same from a run's folders (``palaestra benchmark score``).
 
 The per-evaluation rules and the 2017 aggregate are :mod:`palaestra.benchmarks.scoring`'s; this module
@@ -39,9 +41,11 @@ from palaestra.monitoring.results import load_results
 logger = logging.getLogger("palaestra.benchmarks")
 
 __all__ = [
+    "aggregate_benchmark_run",
     "benchmark_score_from_local",
     "normalisation_of",
     "profile_thresholds",
+    "run_statistics",
     "score_benchmark_run",
     "training_directories",
     "trial_directory",
@@ -126,24 +130,37 @@ def score_benchmark_run(
       benchmark, ``normalisation``: the table's name, version and source.
     """
     benchmark = benchmark_spec(benchmark_id) if isinstance(benchmark_id, str) else benchmark_id
+    scored = [(env_id, score_results(benchmark, env_id, results, legacy=legacy)) for env_id, results in evaluations]
+    out = aggregate_benchmark_run(benchmark, scored, legacy=legacy, reps=reps, seed=seed)
+    out["statistics"].update(run_statistics(benchmark, out))
+    return out
+
+
+def aggregate_benchmark_run(
+    benchmark: Benchmark,
+    evaluations: Sequence[tuple[str, TaskScores]],
+    legacy: bool = False,
+    reps: int | None = None,
+    seed: int | None = 0,
+) -> dict[str, Any]:
+    """:func:`score_benchmark_run`'s dict from each evaluation's ``TaskScores`` (``(env_id, scores)``,
+    in trial order per env), without the bootstrap: ``statistics`` holds ``num_runs``, ``reps``,
+    ``seed`` (and ``normalisation``); :func:`run_statistics` adds the intervals and the profile."""
     per_env: dict[str, list[TaskScores]] = {}
-    for env_id, results in evaluations:
-        per_env.setdefault(env_id, []).append(score_results(benchmark, env_id, results, legacy=legacy))
+    for env_id, scores in evaluations:
+        per_env.setdefault(env_id, []).append(scores)
     aggregate = benchmark_aggregate_score(benchmark, per_env, legacy=legacy)
 
     tasks_out: list[dict[str, Any]] = []
-    table: dict[str, list[float]] = {}
     for env_id in benchmark.env_id_order:
         specs = benchmark.task_specs(env_id)
         trial_lists = aggregate["env_scores"][env_id]
         available = env_available(env_id)
         for index, task in enumerate(specs):
-            key = _task_key(env_id, index, len(specs))
             trial_scores = [trial[index] for trial in trial_lists]
-            table[key] = trial_scores
             tasks_out.append(
                 {
-                    "key": key,
+                    "key": _task_key(env_id, index, len(specs)),
                     "env_id": env_id,
                     "task_index": index,
                     **task.to_dict(),
@@ -154,17 +171,11 @@ def score_benchmark_run(
                     "available": available,
                 }
             )
-
-    reps = DEFAULT_REPS if reps is None else reps
-    statistics: dict[str, Any] = {"num_runs": sum(len(v) for v in table.values()), "reps": reps, "seed": seed}
-    finite = all(math.isfinite(s) for v in table.values() for s in v)
-    if table and finite:
-        for name, interval in interval_estimates(table, reps=reps, seed=seed).items():
-            statistics[name] = interval.to_dict()
-        profile = performance_profile(
-            table, taus=profile_thresholds(benchmark), reps=min(reps, DEFAULT_PROFILE_REPS), seed=seed
-        )
-        statistics["profile"] = profile.to_dict()
+    statistics: dict[str, Any] = {
+        "num_runs": sum(len(t["trial_scores"]) for t in tasks_out),
+        "reps": DEFAULT_REPS if reps is None else reps,
+        "seed": seed,
+    }
     scores_table = normalisation_of(benchmark)
     if scores_table is not None:
         statistics["normalisation"] = scores_table.describe()
@@ -179,6 +190,26 @@ def score_benchmark_run(
         "tasks": tasks_out,
         "statistics": statistics,
     }
+
+
+def run_statistics(benchmark: Benchmark, scored: Mapping[str, Any]) -> dict[str, Any]:
+    """The stratified-bootstrap intervals (``iqm``, ``mean``, ``median``, ``optimality_gap``) and the
+    performance ``profile`` of an :func:`aggregate_benchmark_run` dict's trial scores, with its
+    ``reps`` and ``seed``; empty when a score is not finite (NaN: only with ``legacy=True``; a stored
+    score holds it as null)."""
+    table = {str(t["key"]): list(t["trial_scores"]) for t in scored["tasks"]}
+    finite = all(isinstance(s, int | float) and math.isfinite(s) for v in table.values() for s in v)
+    if not table or not finite:
+        return {}
+    reps, seed = scored["statistics"]["reps"], scored["statistics"]["seed"]
+    out: dict[str, Any] = {
+        name: interval.to_dict() for name, interval in interval_estimates(table, reps=reps, seed=seed).items()
+    }
+    profile = performance_profile(
+        table, taus=profile_thresholds(benchmark), reps=min(reps, DEFAULT_PROFILE_REPS), seed=seed
+    )
+    out["profile"] = profile.to_dict()
+    return out
 
 
 def benchmark_score_from_local(

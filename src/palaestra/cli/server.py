@@ -1,6 +1,7 @@
 """``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate;
 ``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.gc`);
 ``palaestra server rotate-secret``: a new upload-signing secret; ``palaestra server backup DEST``;
+``palaestra server rescore``: derive every stored evaluation and benchmark run again (:mod:`palaestra.scoreboard.server.rescore`);
 ``export`` (and ``export --static``, the static mirror), ``import``, ``verify`` and ``log-backfill``: :mod:`palaestra.cli.server_archive`."""
 
 from __future__ import annotations
@@ -82,16 +83,19 @@ def register(subparsers: Any) -> None:
         "`palaestra server export DEST` writes the whole board in the archive format (any database and store), "
         "`palaestra server import SRC` loads one into an empty board, `palaestra server verify [DEST|URL]` "
         "checks the hash chain of scores, and `palaestra server log-backfill` logs what was scored before it. "
+        "`palaestra server rescore` derives every stored evaluation again from its episode batch (scores, "
+        "learning curves, benchmark task scores) and every benchmark run's score from those, e.g. after a "
+        "scoring change. "
         "`palaestra server export --static DEST` writes the board as a static website (relative links: any "
         "static file host or file://). --read-only serves a frozen board: every read, no write.",
     )
     parser.add_argument(
         "action",
         nargs="?",
-        choices=["run", "migrate", "gc", "rotate-secret", "backup", *server_archive.ACTIONS],
+        choices=["run", "migrate", "gc", "rotate-secret", "backup", "rescore", *server_archive.ACTIONS],
         default="run",
-        help="run (default), migrate, gc, rotate-secret, backup DEST, export [--static] DEST, import SRC, "
-        "verify [DEST|URL] or log-backfill",
+        help="run (default), migrate, gc, rotate-secret, backup DEST, rescore, export [--static] DEST, "
+        "import SRC, verify [DEST|URL] or log-backfill",
     )
     parser.add_argument(
         "destination",
@@ -201,6 +205,8 @@ def run(args: argparse.Namespace) -> int:
         return collect_garbage(config, dry_run=args.dry_run, as_json=args.json)
     if args.action == "rotate-secret":
         return _rotate_secret(config)
+    if args.action == "rescore":
+        return rescore_board(config)
     if args.action == "backup":
         return _backup(config, args.destination)
     if args.action in server_archive.ACTIONS:
@@ -254,6 +260,30 @@ def collect_garbage(config: Any, dry_run: bool, as_json: bool) -> int:
     finally:
         db.dispose()
     print(json.dumps(report.document(), indent=2) if as_json else report.summary() + ".")
+    return 0
+
+
+def rescore_board(config: Any) -> int:
+    """``palaestra server rescore``: every stored evaluation derived again from its episode batch, then
+    every benchmark run scored from its evaluations' TaskScores; a report of what changed."""
+    from palaestra.scoreboard.server.rescore import rescore
+    from palaestra.scoreboard.server.state import open_database
+    from palaestra.scoreboard.server.storage import open_store
+
+    if config.read_only:
+        raise ConfigurationError(
+            "This scoreboard is a read-only archive (--read-only or PALAESTRA_READ_ONLY=1): rescore would "
+            "change its stored scores; rescore the board it was copied from"
+        )
+    with startup_errors(config):
+        db = open_database(config, migrate_now=True)
+        store = open_store(config.storage_url, config.s3_endpoint_url)
+        store.check()
+    try:
+        report = rescore(db, store)
+    finally:
+        db.dispose()
+    print(report.summary() + ".")
     return 0
 
 

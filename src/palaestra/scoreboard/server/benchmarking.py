@@ -1,11 +1,15 @@
 """The benchmark-run scoring hook: palaestra.benchmarks' scoring, applied to uploaded evaluations.
 
 Benchmark runs are accepted for any ``benchmark_id`` (the 2017 client checks ids locally). When an
-evaluation linked to a run arrives, or the run is committed, and :mod:`palaestra.benchmarks` knows
-the id, the run's score (:func:`palaestra.benchmarks.runs.score_benchmark_run`: the 2017 aggregate
-plus per-task scores and interval statistics) is recomputed from every evaluation of the run and
-stored. Everything here is best effort: an unknown benchmark or a scoring failure leaves the score
-empty and is logged, never failing the upload.
+evaluation linked to a run arrives, its TaskScores are derived once (:func:`score_evaluation`) and
+stored with it; then, and when the run is committed, and :mod:`palaestra.benchmarks` knows the id,
+the run's aggregate (:func:`palaestra.benchmarks.runs.aggregate_benchmark_run`: the 2017 aggregate
+plus per-task scores) is recomputed from those stored TaskScores, never from the episode batches, so
+the n-th upload into a run costs what the first did. Its 50,000-replicate bootstrap
+(:func:`compute_statistics`) runs after the response of the commit, or when the run is first viewed
+(:mod:`.run_statistics`), and is kept in ``benchmark_runs.statistics`` until the next upload.
+Everything here is best effort: an unknown benchmark or a scoring failure leaves the score empty and
+is logged, never failing the upload.
 """
 
 from __future__ import annotations
@@ -16,13 +20,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import sqlalchemy as sa
 
 from palaestra.benchmarks import Benchmark, registry
-from palaestra.benchmarks.runs import score_benchmark_run
+from palaestra.benchmarks.runs import aggregate_benchmark_run, run_statistics
+from palaestra.benchmarks.scoring import TaskScores
 from palaestra.scoreboard.server.archive import scorelog
-from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
-from palaestra.scoreboard.server.ingest import stored_batch_document
+from palaestra.scoreboard.server.db import BenchmarkRun, Database, Evaluation
 from palaestra.scoreboard.server.state import ServerState
 
 logger = logging.getLogger("palaestra.scoreboard.benchmarks")
@@ -50,33 +55,34 @@ def jsonable(value: Any) -> Any:
     return str(value)
 
 
-def score_run(state: ServerState, run_id: str) -> dict[str, Any] | None:
-    """Recompute and store benchmark run ``run_id``'s aggregate score; returns it (or ``None``)."""
-    with state.db.read() as session:
+def score_run(db: Database, run_id: str) -> dict[str, Any] | None:
+    """Recompute and store benchmark run ``run_id``'s aggregate score from its evaluations' stored
+    TaskScores (no episode batch is read); returns it (or ``None``). Its bootstrap statistics are
+    left to :func:`compute_statistics` (after the response, or when the run is first viewed)."""
+    with db.read() as session:
         run = session.scalar(sa.select(BenchmarkRun).where(BenchmarkRun.id == run_id))
         if run is None:
             return None
         evaluations = session.execute(
-            sa.select(Evaluation.env_id, Evaluation.episode_batch_key, Evaluation.episode_batch_sha256)
+            sa.select(Evaluation.id, Evaluation.env_id, Evaluation.benchmark_score)
             .where(Evaluation.benchmark_run_seq == run.seq)
             .order_by(Evaluation.seq)
         ).all()
     benchmark = benchmark_spec_or_none(run.benchmark_id)
     if benchmark is None:
         return None
+    scored = [(env_id, task_scores(stored)) for _, env_id, stored in evaluations if env_id in benchmark.env_ids]
+    unscored = [i for i, env_id, stored in evaluations if env_id in benchmark.env_ids and stored is None]
+    if unscored:  # a scoring failure at ingest (logged then); `palaestra server rescore` retries it
+        logger.warning("Benchmark run %s: evaluations %s have no TaskScores; left out", run_id, unscored)
     try:
-        docs = [
-            (env_id, stored_batch_document(state.store.get_verified(key, sha256), env_id))
-            for env_id, key, sha256 in evaluations
-            if env_id and key and env_id in benchmark.env_ids
-        ]
-        score = jsonable(score_benchmark_run(benchmark, docs))
+        score = jsonable(aggregate_benchmark_run(benchmark, [(e, s) for e, s in scored if s is not None]))
     except Exception:
         logger.exception("Could not score benchmark run %s (%s)", run_id, run.benchmark_id)
         return None
-    value = score.get("score") if isinstance(score, dict) else None
+    value = score.get("score")
     count = len(evaluations)
-    with state.db.write() as session:
+    with db.write() as session:
         session.execute(
             sa.update(BenchmarkRun)
             .where(
@@ -87,10 +93,75 @@ def score_run(state: ServerState, run_id: str) -> dict[str, Any] | None:
                 score=score,
                 score_value=value if isinstance(value, int | float) else None,
                 score_evaluations=count,
+                statistics=None,  # of the trial scores before this one: computed again
             )
         )
         scorelog.append_run(session, run_id)  # once the run is committed: its final score
-    return score if isinstance(score, dict) else {"score": score}
+    return score
+
+
+def task_scores(stored: Mapping[str, Any] | None) -> TaskScores | None:
+    """An evaluation's TaskScores as :func:`score_evaluation` stored them (JSON), with the arrays the
+    aggregate reads; ``None`` for none stored."""
+    if not isinstance(stored, Mapping) or "scores" not in stored:
+        return None
+    return TaskScores(
+        rewards=[np.asarray(r, dtype=float) for r in stored.get("rewards") or []],
+        lengths=[np.asarray(length, dtype=np.int64) for length in stored.get("lengths") or []],
+        scores=[math.nan if s is None else float(s) for s in stored["scores"]],
+        solves=[np.asarray(s, dtype=bool) for s in stored.get("solves") or []],
+        timestamps=[float(t) for t in stored.get("timestamps") or []],
+        elapsed_times=[float(t) for t in stored.get("elapsed_times") or []],
+        initial_reset_timestamp=float(stored.get("initial_reset_timestamp") or 0.0),
+    )
+
+
+def compute_statistics(db: Database, run_id: str) -> dict[str, Any] | None:
+    """Bootstrap run ``run_id``'s stored score (50,000 replicates: seconds for a large run) and keep
+    the result with it, unless another upload changed the score meanwhile; returns it."""
+    with db.read() as session:
+        row = session.execute(
+            sa.select(BenchmarkRun.benchmark_id, BenchmarkRun.score, BenchmarkRun.score_evaluations).where(
+                BenchmarkRun.id == run_id
+            )
+        ).first()
+    benchmark = benchmark_spec_or_none(row.benchmark_id) if row is not None else None
+    if row is None or benchmark is None or not isinstance(row.score, dict) or "tasks" not in row.score:
+        return None
+    try:
+        statistics = jsonable(run_statistics(benchmark, row.score))
+    except Exception:
+        logger.exception("Could not bootstrap benchmark run %s (%s)", run_id, row.benchmark_id)
+        return None
+    with db.write() as session:
+        session.execute(
+            sa.update(BenchmarkRun)
+            .where(BenchmarkRun.id == run_id, BenchmarkRun.score_evaluations == row.score_evaluations)
+            .values(statistics=statistics)
+        )
+    return statistics
+
+
+def run_statistics_of(
+    state: ServerState, run_id: str, score: Mapping[str, Any] | None, statistics: Mapping[str, Any] | None
+) -> tuple[dict[str, Any], bool]:
+    """What a view shows of run ``run_id``'s statistics: the stored score's (``num_runs``, ``reps``,
+    ``seed``, ``normalisation``; a score stored before 0009_derived_evaluations also holds its
+    intervals) with the kept bootstrap, and whether that bootstrap is still being computed; a view
+    that finds none queues it (:func:`compute_statistics`, after the response)."""
+    stored = dict(score.get("statistics") or {}) if isinstance(score, Mapping) else {}
+    if statistics is not None or "iqm" in stored or not isinstance(score, Mapping) or not score.get("tasks"):
+        return {**stored, **(statistics or {})}, False
+    benchmark = benchmark_spec_or_none(str(score.get("benchmark_id")))
+    if state.config.read_only and benchmark is not None:  # a frozen board keeps nothing: for this view
+        return {**stored, **jsonable(run_statistics(benchmark, score))}, False
+    bootstrap(state, run_id)
+    return stored, True
+
+
+def bootstrap(state: ServerState, run_id: str) -> None:
+    """Queue :func:`compute_statistics` of ``run_id`` to run after the response (once at a time)."""
+    state.jobs.submit(f"bootstrap:{run_id}", lambda: compute_statistics(state.db, run_id))
 
 
 def score_evaluation(

@@ -23,8 +23,6 @@ DEFAULT_PORT = 8000
 DEFAULT_UPLOAD_TTL_S = 3600
 #: Seconds a stopping server lets requests in flight finish (``--graceful-timeout``).
 DEFAULT_GRACEFUL_TIMEOUT_S = 30.0
-#: Learning-curve buckets stored per evaluation.
-GRAPH_BUCKETS = 100
 #: How long a sign-in lasts (the session expires then, however active), and an invite link.
 DEFAULT_SESSION_TTL_S = 14 * 24 * 3600
 DEFAULT_INVITE_TTL_S = 7 * 24 * 3600

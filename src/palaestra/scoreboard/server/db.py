@@ -230,6 +230,10 @@ class BenchmarkRun(Base):
     score_value: Mapped[float | None] = mapped_column(sa.Float, default=None)
     #: how many evaluations ``score`` was computed from (a later, larger count wins a race)
     score_evaluations: Mapped[int | None] = mapped_column(default=None)
+    #: the bootstrap intervals and performance profile of ``score``'s trial scores, computed after the
+    #: upload that changed them (``benchmarking.compute_statistics``); NULL: not computed yet. Kept
+    #: apart from ``score`` (which the score log hashes): derived from it, recomputable at any time.
+    statistics: Mapped[dict[str, Any] | None] = mapped_column(default=None, deferred=True)
     created: Mapped[datetime] = mapped_column(default=utcnow)
     committed: Mapped[datetime | None] = mapped_column(default=None)
 
@@ -290,10 +294,15 @@ class Evaluation(Base):
     evaluation_mean: Mapped[float | None] = mapped_column(sa.Float, default=None)
     #: what the unsolved evaluations of a leaderboard are ordered by (``solved_stats.ranking_mean``)
     ranking_mean: Mapped[float | None] = mapped_column(sa.Float, default=None)
-    #: palaestra.solved_stats.compute_graph_stats output (learning-curve series), or None
+    #: the 2017 binned series (``solved_stats.compute_graph_stats``) of evaluations ingested before
+    #: 0009_derived_evaluations; NULL since: the pages draw ``curves`` (kept for the score log's hashes)
     graph_stats: Mapped[dict[str, Any] | None] = mapped_column(default=None, deferred=True)
-    #: the benchmark's per-evaluation score (``score_evaluation``), when linked to a known benchmark
+    #: the benchmark's per-evaluation TaskScores (``score_evaluation``), when linked to a known benchmark:
+    #: what the run's aggregate is computed from (``benchmarking.score_run``)
     benchmark_score: Mapped[dict[str, Any] | None] = mapped_column(default=None, deferred=True)
+    #: the page's learning-curve series (``evaluation_scoring.curves_of``), derived at ingest; ``{}``:
+    #: no training episodes; NULL: not derived (its batch was missing when 0009_derived_evaluations ran)
+    curves: Mapped[dict[str, Any] | None] = mapped_column(default=None, deferred=True)
     #: [{name, metadata_name, episode_id, content_type, size, key, metadata_key}, ...]
     videos: Mapped[list[Any]] = mapped_column(default=list)
     created: Mapped[datetime] = mapped_column(default=utcnow)

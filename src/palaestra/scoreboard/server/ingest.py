@@ -3,8 +3,9 @@
 
 - Episode batches: :func:`palaestra.scoreboard.protocol.parse_episode_batch` (the same validation the
   client runs), under the server's size cap, once: when the bytes arrive
-  (:func:`validate_episode_batch`). Creating the evaluation reads the stored bytes back with
-  :func:`read_validated_batch`, which trusts them.
+  (:func:`validate_episode_batch`). Creating the evaluation (which derives everything the pages
+  show from them) and the ``episode_batch.json`` download read the stored bytes back with
+  :func:`read_validated_batch`, which trusts them: their sha256 is checked, their content was validated.
 - Video archives (tar.gz + ``manifest.json``): members must be regular files with flat names that
   match the 2017 patterns (no absolute paths, ``..``, links or devices), within caps on member
   count, member size and total expansion; every mp4/avi is probed with ffprobe (or, without one,
@@ -174,17 +175,6 @@ def read_validated_batch(data: bytes) -> protocol.EpisodeBatch:
     if not isinstance(doc, dict):
         raise IngestError("The stored episode batch is damaged (not a JSON object); upload it again.", "file")
     return protocol.EpisodeBatch.model_construct(**doc)
-
-
-def stored_batch_document(data: bytes, env_id: str | None) -> dict[str, Any]:
-    """An evaluation's episode batch as the 2017 server stored it: the uploaded keys plus ``env_id``
-    and ``initial_reset_timestamp`` (and the optional per-episode keys filled in).
-
-    The blob store keeps the upload as it arrived and the evaluation points at it (a copy per
-    evaluation was one more new file per upload); whatever reads it builds this document.
-    :class:`palaestra.scoreboard.protocol.EpisodeBatchError` if the blob is not a valid batch.
-    """
-    return protocol.parse_episode_batch(data, max_bytes=len(data)).enriched(env_id)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +17,8 @@ import sqlalchemy as sa
 if TYPE_CHECKING:
     from alembic.config import Config
 
+    from palaestra.scoreboard.server.storage import BlobStore
+
 logger = logging.getLogger("palaestra.scoreboard.migrate")
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
@@ -24,7 +26,7 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 PG_LOCK_KEY = 0x70616C6165737472
 #: The newest revision in ``migrations/versions`` (a test checks it), so that a database already at
 #: it is recognised without importing Alembic.
-SCHEMA_HEAD = "0008_live_runs"
+SCHEMA_HEAD = "0009_derived_evaluations"
 
 
 def alembic_config(url: str) -> Config:
@@ -87,8 +89,9 @@ def unknown_revision_problem(url: str, current: str) -> str:
     )
 
 
-def upgrade(engine: sa.Engine, revision: str = "head") -> None:
-    """Bring the database to ``revision`` (default: the newest), safely under concurrent starts.
+def upgrade(engine: sa.Engine, revision: str = "head", open_store: Callable[[], BlobStore] | None = None) -> None:
+    """Bring the database to ``revision`` (default: the newest), safely under concurrent starts;
+    ``open_store`` opens the blob store, for migrations that derive stored rows from blobs.
 
     A database at a revision the scripts do not have (a newer palaestra migrated it) is refused with
     :class:`~palaestra.errors.ConfigurationError`, before Alembic is asked to find it.
@@ -105,6 +108,7 @@ def upgrade(engine: sa.Engine, revision: str = "head") -> None:
     from alembic import command
 
     cfg = alembic_config(engine.url.render_as_string(hide_password=False))
+    cfg.attributes["open_store"] = open_store
     if engine.dialect.name == "postgresql":
         with engine.connect() as conn:
             conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": PG_LOCK_KEY})

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import migrate
+from palaestra.scoreboard.server.background import BackgroundJobs
 from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.db import Algorithm, Database
 from palaestra.scoreboard.server.signing import UploadSecret, open_secret
@@ -31,8 +32,11 @@ class ServerState:
     inline: bool = False
     #: (user seq, id or name) -> the algorithm it names (``api.algorithms.find_algorithm``)
     known_algorithms: dict[tuple[int, str], Algorithm] = field(default_factory=dict)
+    #: what requests leave to run after their response (benchmark runs' bootstraps)
+    jobs: BackgroundJobs = field(default_factory=BackgroundJobs)
 
     def close(self) -> None:
+        self.jobs.close()
         self.db.dispose()
 
 
@@ -46,7 +50,7 @@ def migrate_database(config: ServerConfig) -> None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
     engine = sa.create_engine(config.database_url)
     try:
-        migrate.upgrade(engine)
+        migrate.upgrade(engine, open_store=lambda: open_store(config.storage_url, config.s3_endpoint_url))
     except sa.exc.OperationalError as e:
         raise ConfigurationError(
             f"Cannot open the database {_shown(config.database_url)}: {e.orig}"

@@ -1,5 +1,6 @@
 """``/v1/benchmark_runs``: a run of a benchmark collects evaluations until it is committed, and is
-scored (:mod:`palaestra.scoreboard.server.benchmarking`) as they arrive and when it is committed.
+scored (:mod:`palaestra.scoreboard.server.benchmarking`) as they arrive and when it is committed; its
+bootstrap statistics follow after the response (``score.statistics.computing`` until then).
 Any ``benchmark_id`` is accepted (the 2017 client checks ids itself)."""
 
 from __future__ import annotations
@@ -39,8 +40,23 @@ def _runs() -> Any:
 
 
 def run_object(
-    session: Session, base: str, run: BenchmarkRun, alg: Algorithm | None, owner: str | None
+    session: Session,
+    base: str,
+    run: BenchmarkRun,
+    alg: Algorithm | None,
+    owner: str | None,
+    state: ServerState | None = None,
 ) -> protocol.BenchmarkRunObject:
+    """The run as ``/v1`` answers it: its score with the kept bootstrap statistics, and
+    ``statistics.computing`` true while they are computed (queued now if ``state`` is given)."""
+    score = run.score
+    if score is not None:
+        if state is not None:
+            statistics, computing = benchmarking.run_statistics_of(state, run.id, score, run.statistics)
+        else:
+            statistics = {**(score.get("statistics") or {}), **(run.statistics or {})}
+            computing = False
+        score = {**score, "statistics": {**statistics, **({"computing": True} if computing else {})}}
     evaluations = session.scalars(
         sa.select(Evaluation.id).where(Evaluation.benchmark_run_seq == run.seq).order_by(Evaluation.seq)
     )
@@ -51,7 +67,7 @@ def run_object(
         tags=sorted_keys(run.tags or {}),
         status=cast(protocol.BenchmarkRunStatus, run.status),
         evaluations=list(evaluations),
-        score=sorted_keys(run.score),
+        score=sorted_keys(score),
         owner=owner,
         created=run.created,
         committed=run.committed,
@@ -72,7 +88,8 @@ def _answer_run(state: ServerState, request: Request, run_id: str) -> Response:
         row = session.execute(_runs().where(BenchmarkRun.id == run_id)).first()
         if row is None:
             raise not_found("benchmark run", run_id)
-        return answer(run_object(session, base_url(state, request), *row))
+        run, alg, owner = row
+        return answer(run_object(session, base_url(state, request), run, alg, owner, state))
 
 
 @router.post("", status_code=201, response_model=protocol.BenchmarkRunObject)
@@ -154,5 +171,6 @@ def commit_benchmark_run(run_id: str, request: Request, principal: CurrentUser, 
         run = own_run(session, principal, run_id)
         if run.status != "committed":
             run.status, run.committed = "committed", utcnow()
-    benchmarking.score_run(state, run_id)
+    benchmarking.score_run(state.db, run_id)
+    benchmarking.bootstrap(state, run_id)  # the final score's intervals, after this response
     return _answer_run(state, request, run_id)

@@ -4,16 +4,15 @@ video archive), scored once, when it is created.
 Creating one runs in named stages: :func:`_check_references` (the files, benchmark run and algorithm
 the request names), :func:`_read_content` (the episodes and videos; a file uploaded straight to S3 is
 validated now, every other one was validated when it arrived), :func:`_score` (solved statistics,
-learning curves, the benchmark's score) and :func:`_insert`: one transaction that adds the evaluation,
-claims its files, adds it to its env's aggregates and stores the idempotent answer. A server killed at
-any point leaves either the whole evaluation or none of it.
+the page's curves and the benchmark's TaskScores: :mod:`..evaluation_scoring`) and :func:`_insert`:
+one transaction that adds the evaluation, claims its files, adds it to its env's aggregates and stores
+the idempotent answer. A server killed at any point leaves either the whole evaluation or none of it.
 
 Answers render :class:`~palaestra.scoreboard.server.records.EvaluationRecord`, as the web pages do.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -40,14 +39,13 @@ from palaestra.scoreboard.server.db import (
     BenchmarkRun,
     Evaluation,
     FileRecord,
-    RawJSON,
     User,
     snapshot,
     upsert_env_stats,
     utcnow,
 )
 from palaestra.scoreboard.server.deps import run_blocking
-from palaestra.scoreboard.server.evaluation_scoring import EvaluationScoring, score_batch
+from palaestra.scoreboard.server.evaluation_scoring import EvaluationScoring, derive_evaluation
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
 from palaestra.scoreboard.server.live_tables import SEALED_TWIN_HEADER, sealed_twin_answer
@@ -159,7 +157,7 @@ def _create_evaluation(
         # what the client uploaded straight to the store was copied; the copies are what count
         _delete_quietly(state, content.uploaded_keys)
         if refs.run is not None:
-            benchmarking.score_run(state, refs.run.id)
+            benchmarking.score_run(state.db, refs.run.id)
     return response
 
 
@@ -368,26 +366,10 @@ def _stored_batch(state: ServerState, record: FileRecord) -> EpisodeBatch:
         raise e.about(BATCH) from None
 
 
-@dataclass
-class _Scores:
-    """The evaluation's solved statistics and curves, and its benchmark's score of it."""
-
-    scoring: EvaluationScoring
-    graph_stats: RawJSON | None
-    benchmark_score: dict[str, Any] | None
-
-
-def _score(env_id: str, gym_version: str | None, refs: _References, content: _Content) -> _Scores:
+def _score(env_id: str, gym_version: str | None, refs: _References, content: _Content) -> EvaluationScoring:
     """Judged by the registry of the gym that recorded the run (:func:`palaestra.catalogue.solving_criteria`)."""
-    scoring = score_batch(content.batch, env_id, gym_version)
-    benchmark_score = None
-    if refs.run is not None and content.batch is not None:
-        benchmark_score = benchmarking.score_evaluation(
-            refs.run.benchmark_id, env_id, content.batch.enriched(env_id)
-        )
-    # serialised here, not while holding the write lock
-    graph = None if scoring.graph_stats is None else RawJSON(json.dumps(scoring.graph_stats))
-    return _Scores(scoring, graph, benchmark_score)
+    benchmark_id = refs.run.benchmark_id if refs.run is not None else None
+    return derive_evaluation(content.batch, env_id, gym_version, benchmark_id)
 
 
 @dataclass
@@ -399,14 +381,14 @@ class _NewEvaluation:
     principal: Principal
     refs: _References
     content: _Content
-    scores: _Scores
+    scoring: EvaluationScoring
     base_url: str
 
 
 def _insert(
     state: ServerState, session: Session, new: _NewEvaluation
 ) -> tuple[int, protocol.EvaluationObject]:
-    refs, scoring, env_id = new.refs, new.scores.scoring, new.body.env or ""
+    refs, scoring, env_id = new.refs, new.scoring, new.body.env or ""
     algorithm = refs.algorithm or resolve_algorithm(state, session, new.principal, refs.algorithm_ref)
     now = utcnow()
     values = {
@@ -420,12 +402,11 @@ def _insert(
         "gym_version": new.body.gym_version,
         "training_episode_batch": new.body.training_episode_batch,
         "training_video": new.body.training_video,
-        # the uploaded batch; readers add env_id and the first reset time (ingest.stored_batch_document)
+        # the uploaded batch; its download adds env_id and the first reset time (EpisodeBatch.enriched)
         "episode_batch_key": new.content.batch_key,
         "episode_batch_sha256": new.content.batch_sha256,
         "videos": [v.stored() for v in new.content.videos],
-        "benchmark_score": new.scores.benchmark_score,
-        "graph_stats": new.scores.graph_stats,
+        **scoring.derived_columns(),
         "created": now,
         **_provenance_columns(env_id, new.body.provenance),
         **scoring.columns(),

@@ -4,11 +4,15 @@ different conditions (:func:`.entries.pooled_conditions_notice`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
+from palaestra.scoreboard.server import benchmarking
 from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web import entries
 from palaestra.scoreboard.server.web.render import render
@@ -64,8 +68,13 @@ def benchmark_page(
 
 @router.get("/benchmark_runs/{run_id}", response_class=HTMLResponse)
 def benchmark_run_page(request: Request, run_id: str) -> HTMLResponse:
+    state = state_of(request)
+
+    def statistics_of(run: str, score: dict[str, Any], kept: dict[str, Any] | None) -> tuple[dict[str, Any], bool]:
+        return benchmarking.run_statistics_of(state, run, score, kept)
+
     with database(request).read() as session:
-        run = benchmark_pages.run_detail(session, run_id)
+        run = benchmark_pages.run_detail(session, run_id, statistics_of)
         of_run = sa.select(BenchmarkRun.seq).where(BenchmarkRun.id == run_id).scalar_subquery()
         pooled = entries.pooled_conditions_notice(session, Evaluation.benchmark_run_seq == of_run)
     if run is None:

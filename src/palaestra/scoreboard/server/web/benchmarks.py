@@ -20,7 +20,7 @@ import logging
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -61,6 +61,8 @@ METRIC_LABELS = {"iqm": "IQM", "mean": "Mean", "median": "Median", "optimality_g
 #: The most runs the probability-of-improvement form offers.
 MAX_RUN_CHOICES = 200
 _cache_lock = threading.Lock()
+#: (run id, its score, its kept bootstrap) -> (the statistics to show, whether they are being computed)
+StatisticsOf = Callable[[str, dict[str, Any], dict[str, Any] | None], tuple[dict[str, Any], bool]]
 _aggregate_cache: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
 
 
@@ -268,20 +270,13 @@ def _estimate(stats: statistics.Interval, spread: bool, n: int) -> Interval:
     return Interval(stats.value, stats.low, stats.high, n) if spread else Interval(stats.value, None, None, n)
 
 
-def _run_intervals(run_id: str, score: dict[str, Any]) -> tuple[Interval | None, Interval | None]:
-    """IQM and mean of a run's task-trial scores with 95% CIs (stored ones when present), without
-    bounds when every task has a single trial."""
+def _run_intervals(score: dict[str, Any], stored: dict[str, Any]) -> tuple[Interval | None, Interval | None]:
+    """IQM and mean of a run's task-trial scores with the 95% CIs of its kept bootstrap (``stored``),
+    without bounds when every task has a single trial."""
     table = _trial_table(score)
     spread = bool(table) and statistics.has_spread(table)
     most = max((len(v) for v in table.values()), default=0)
-    stored = score.get("statistics")
-    if isinstance(stored, dict) and _interval(stored.get("iqm"), spread, most) is not None:
-        return _interval(stored.get("iqm"), spread, most), _interval(stored.get("mean"), spread, most)
-    if not table:
-        return None, None
-    signature = ("run", run_id, tuple((k, tuple(v)) for k, v in sorted(table.items())))
-    row = _cached(signature, lambda: [_aggregate_row("", table, 1)])[0]
-    return row.iqm, row.mean
+    return _interval(stored.get("iqm"), spread, most), _interval(stored.get("mean"), spread, most)
 
 
 def _cached(signature: tuple[Any, ...], compute: Any) -> list[Any]:
@@ -426,11 +421,12 @@ def improvement(session: Session, benchmark_id: str, x_id: str, y_id: str) -> Im
     return Improvement(x=_run_row(rows[x_id]), y=_run_row(rows[y_id]), overall=overall, per_task=per_task)
 
 
-def run_detail(session: Session, run_id: str) -> RunDetail | None:
-    """The benchmark run page: its score, statistics, and per task the evaluations and scores."""
+def run_detail(session: Session, run_id: str, statistics_of: StatisticsOf) -> RunDetail | None:
+    """The benchmark run page: its score, statistics (``statistics_of``: the kept bootstrap, and
+    whether it is being computed), and per task the evaluations and scores."""
     r = session.execute(
         _run_select()
-        .add_columns(BenchmarkRun.seq, BenchmarkRun.benchmark_id, BenchmarkRun.tags)
+        .add_columns(BenchmarkRun.seq, BenchmarkRun.benchmark_id, BenchmarkRun.tags, BenchmarkRun.statistics)
         .where(BenchmarkRun.id == run_id)
     ).first()
     if r is None:
@@ -462,7 +458,8 @@ def run_detail(session: Session, run_id: str) -> RunDetail | None:
         keys = [k for k in task_scores if k == env_id or k.startswith(f"{env_id}[")]
         env_score = sum(task_scores[k] for k in keys) / len(keys) if keys else None
         tasks.append(RunTask(env_id=env_id, score=env_score, evaluations=by_env.get(env_id, [])))
-    iqm, mean = _run_intervals(r.id, score)
+    stored, computing = statistics_of(r.id, score, r.statistics)
+    iqm, mean = _run_intervals(score, stored)
     extra: list[tuple[str, float]] = []
     for key, label in (
         ("start_to_finish_seconds", "Start to finish (s)"),
@@ -487,4 +484,5 @@ def run_detail(session: Session, run_id: str) -> RunDetail | None:
         mean=mean,
         extra_stats=extra,
         tasks=tasks,
+        computing=computing,
     )

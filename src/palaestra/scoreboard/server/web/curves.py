@@ -1,12 +1,12 @@
-"""Learning-curve series for an evaluation page, from the stored episode batch.
+"""Learning-curve series for an evaluation page, from its episode batch (derived once, at ingest:
+:func:`palaestra.scoreboard.server.evaluation_scoring.curves_of`).
 
 The chart shows each training episode's reward and length against three x axes (episode, timestep,
 wall-clock seconds), the ``trials``-episode running mean (:func:`palaestra.solved_stats.trailing_mean`,
 the same windows "solved" is judged on) and the reward threshold. Long runs are averaged into at
 most :data:`MAX_POINTS` points per series; the running mean is computed at full resolution first.
-When the stored batch cannot be read, the server's precomputed ``graph_stats`` (binned means) are
-used instead, without a running mean. ``outcomes`` counts the episodes with a positive, zero and
-negative reward: a board game's wins, draws and losses (its reward is +1, 0 or -1 per game).
+``outcomes`` counts the episodes with a positive, zero and negative reward: a board game's wins,
+draws and losses (its reward is +1, 0 or -1 per game).
 """
 
 from __future__ import annotations
@@ -96,39 +96,6 @@ def from_episode_batch(
     for key, values in means.items():
         out[key] = _clean(_bin_last(values, size) if size > 1 else values)
     return out
-
-
-def from_graph_stats(
-    stats: dict[str, Any] | None, trials: int, threshold: float | None
-) -> dict[str, Any] | None:
-    """Chart data from the server's binned ``graph_stats`` (no running mean; x axes binned separately)."""
-    if not stats:
-        return None
-    by_episode = stats.get("x_episode_y_reward") or {}
-    xs = by_episode.get("x") or []
-    if not xs:
-        return None
-    n = len(xs)
-
-    def column(name: str, axis: str) -> list[Any]:
-        values = (stats.get(name) or {}).get(axis) or []
-        return list(values) if len(values) == n else [None] * n
-
-    return {
-        "trials": trials,
-        "threshold": threshold,
-        "episodes": None,
-        "binned": True,
-        "bin": None,
-        "outcomes": None,
-        "episode": xs,
-        "timestep": column("x_timestep_y_reward", "x"),
-        "seconds": column("x_seconds_y_reward", "x"),
-        "reward": by_episode.get("y") or [None] * n,
-        "length": column("x_episode_y_length", "y"),
-        "reward_mean": [None] * n,
-        "length_mean": [None] * n,
-    }
 
 
 class CurveCache:

@@ -1,6 +1,7 @@
 """The downloads the pages link to: an evaluation's episode batch (``episode_batch.json``, the 2017
-stored document, and ``episodes.csv``) and its videos with their metadata. These read the stored
-bytes, each checked against its recorded sha256 before a byte is served."""
+stored document, and ``episodes.csv``) and its videos with their metadata. These, and only these,
+read the stored bytes (every page reads what ingest derived from them), each checked against its
+recorded sha256 before a byte is served."""
 
 from __future__ import annotations
 
@@ -15,14 +16,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
 
-from palaestra.scoreboard.protocol import EpisodeBatchError
-from palaestra.scoreboard.server.ingest import stored_batch_document
+from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
 from palaestra.scoreboard.server.records import EvaluationRecord
 from palaestra.scoreboard.server.storage import BlobDamaged
 from palaestra.scoreboard.server.video_integrity import read_checked, record_first_hash
-from palaestra.scoreboard.server.web.services import blob_store, database, evaluation_of
+from palaestra.scoreboard.server.web.services import blob_store, database, evaluation_of, not_found
 
-__all__ = ["router", "stored_batch_of"]
+__all__ = ["router"]
 
 logger = logging.getLogger("palaestra.scoreboard.web")
 
@@ -99,24 +99,27 @@ def episode_batch_download(request: Request, evaluation_id: str) -> Response:
     return Response(json.dumps(doc), media_type="application/json", headers=headers)
 
 
-def stored_batch_of(request: Request, ev: EvaluationRecord) -> dict[str, Any]:
-    """The 2017 stored document of ``ev``'s episode batch, its sha256 checked (:class:`BlobDamaged`)."""
-    assert ev.episode_batch_key is not None
-    data = blob_store(request).get_verified(ev.episode_batch_key, ev.episode_batch_sha256)
-    return stored_batch_document(data, ev.env_id)
-
-
 def _stored_batch(request: Request, ev: EvaluationRecord | None) -> dict[str, Any] | Response:
-    """The 2017 stored document of evaluation ``ev``'s episode batch, or the answer that says why not:
-    404 if it has none or it is gone, 500 naming the fault if its bytes are not those scored."""
+    """The 2017 stored document of evaluation ``ev``'s episode batch (the uploaded keys plus
+    ``env_id`` and ``initial_reset_timestamp``), its sha256 checked and otherwise trusted as validated
+    at upload (:func:`..ingest.read_validated_batch`: the only reader of the blob once the evaluation
+    is derived); else the page that says why not: 404 naming the file when it is gone (the other pages
+    draw what was derived from it), 500 naming the fault when its bytes are not those scored."""
     if ev is None or not ev.episode_batch_key:
         return Response("no such episode batch", status_code=404, media_type="text/plain")
     try:
-        return stored_batch_of(request, ev)
-    except (LookupError, EpisodeBatchError) as e:
-        logger.warning("Cannot read the episode batch of %s (%s)", ev.id, e)
-        return Response("no such episode batch", status_code=404, media_type="text/plain")
-    except BlobDamaged as e:
+        data = blob_store(request).get_verified(ev.episode_batch_key, ev.episode_batch_sha256)
+        return read_validated_batch(data).enriched(ev.env_id)
+    except LookupError:
+        logger.warning("The episode batch of %s (%s) is missing from the store", ev.id, ev.episode_batch_key)
+        return not_found(
+            request,
+            f"The episode batch of evaluation {ev.id} (stored as {ev.episode_batch_key}) is missing from "
+            "this server's store, so it cannot be downloaded; the evaluation's scores and learning curves "
+            "were derived from it at upload and are still shown. The server's operator can restore the "
+            "file from a backup.",
+        )
+    except (BlobDamaged, IngestError) as e:
         logger.error("Not serving the episode batch of %s: %s", ev.id, e)
         return Response(
             f"The stored episode batch of {ev.id} is not the one it was scored on: {e} It is not "

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import logging
 import re
 from typing import Any
 from urllib.parse import urlencode
@@ -18,7 +17,7 @@ from fastapi.responses import HTMLResponse, Response
 from palaestra import catalogue
 from palaestra.scoreboard.protocol import parse_json
 from palaestra.scoreboard.server import pictures
-from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.db import Evaluation, sorted_keys
 from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.records import (
     EvaluationRecord,
@@ -37,7 +36,6 @@ from palaestra.scoreboard.server.web import (
     live_pages,
     queries,
 )
-from palaestra.scoreboard.server.web.downloads import stored_batch_of
 from palaestra.scoreboard.server.web.provenance_view import provenance_view
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import (
@@ -49,9 +47,8 @@ from palaestra.scoreboard.server.web.services import (
 )
 from palaestra.scoreboard.server.web.views import Download, VideoView, video_titles
 
-logger = logging.getLogger("palaestra.scoreboard.web")
-
 router = APIRouter(include_in_schema=False)
+#: The curve series of evaluations lately shown (derived at ingest, they never change).
 _curve_cache = curves.CurveCache()
 #: An algorithm's aggregate curves, by algorithm, env, metric, axis and the evaluations they pool.
 _aggregate_cache = curves.CurveCache()
@@ -256,8 +253,7 @@ def algorithm_page(
     key = "|".join([alg.id, chosen or "", metric, axis, *[ev.id for ev in records]])
     hit, chart = _aggregate_cache.get(key) if not running else (False, None)  # live curves still grow
     if not hit:
-        lines = [running[ev.id][1] if ev.id in running else _curves(request, ev) for ev in records]
-        chart = aggregate.aggregate_curve(lines, metric, axis)
+        chart = aggregate.aggregate_curve(_lines(request, records, running), metric, axis)
         if not running:
             _aggregate_cache.put(key, chart)
     query = {"env": chosen or "", "stat": metric, "x": axis}
@@ -327,25 +323,29 @@ def _video_views(request: Request, ev: EvaluationRecord) -> list[VideoView]:
     ]
 
 
-def _curves(request: Request, ev: EvaluationRecord) -> dict[str, Any] | None:
-    hit, cached = _curve_cache.get(ev.id)
-    if hit:
-        return cached
-    score = ev.score
-    data: dict[str, Any] | None = None
-    if ev.episode_batch_key:
-        try:
-            data = curves.from_episode_batch(
-                stored_batch_of(request, ev), score.trials, score.reward_threshold
-            )
-        except Exception as e:
-            logger.warning("Cannot read the episode batch of %s (%s); using the binned curves", ev.id, e)
-    if data is None:
+def _stored_curves(request: Request, ids: list[str]) -> dict[str, dict[str, Any] | None]:
+    """The curve series ingest derived for each of ``ids`` (``{}``: no training episodes to draw;
+    ``None``: never derived, its batch missing when the server derived the evaluations before it)."""
+    out: dict[str, dict[str, Any] | None] = {}
+    for evaluation_id in ids:
+        hit, cached = _curve_cache.get(evaluation_id)
+        if hit:
+            out[evaluation_id] = cached
+    wanted = [i for i in ids if i not in out]
+    if wanted:
         with database(request).read() as session:
-            graph_stats = session.scalar(sa.select(Evaluation.graph_stats).where(Evaluation.id == ev.id))
-        data = curves.from_graph_stats(graph_stats, score.trials, score.reward_threshold)
-    _curve_cache.put(ev.id, data)
-    return data
+            rows = session.execute(sa.select(Evaluation.id, Evaluation.curves).where(Evaluation.id.in_(wanted)))
+            for evaluation_id, stored in rows:
+                data = sorted_keys(stored)  # one key order from SQLite and PostgreSQL's JSONB alike
+                out[evaluation_id] = data
+                _curve_cache.put(evaluation_id, data)
+    return out
+
+
+def _lines(request: Request, records: list[EvaluationRecord], running: dict[str, Any]) -> list[Any]:
+    """Each record's curve series: a run in progress's own, a stored evaluation's derived one."""
+    stored = _stored_curves(request, [ev.id for ev in records if ev.id not in running])
+    return [running[ev.id][1] if ev.id in running else stored.get(ev.id) or None for ev in records]
 
 
 @router.get("/evaluations/{evaluation_id}", response_class=HTMLResponse)
@@ -372,6 +372,7 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
     downloads.append(Download("Evaluation (JSON, API)", f"/v1/evaluations/{ev.id}"))
     for v in videos:
         downloads.append(Download(f"Video of {v.title.replace('Episode', 'episode', 1)} ({v.video.name})", v.url))
+    curves = _stored_curves(request, [ev.id])[ev.id]
     best = None
     ladder_links: list[tuple[str, str]] = []
     if ev.env_id:
@@ -386,7 +387,8 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         writeup_url=ev.writeup or (ev.algorithm.writeup if ev.algorithm else None),
         env_info={k: v for k, v in env_info.items() if v is not None},
         videos=videos,
-        curves=_curves(request, ev),
+        curves=curves or None,
+        curves_missing=curves is None,
         downloads=downloads,
         has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
         compare_url=compare.CompareSettings().url([ev.id, best]) if best and best != ev.id else None,
@@ -423,8 +425,7 @@ def compare_page(
         return not_found(request, f"No evaluation {listed}: nothing to compare.")
     split = entries.split_by_conditions(records, mix=mix == "conditions")
     records = split.shown
-    lines = [running[ev.id][1] if ev.id in running else _curves(request, ev) for ev in records]
-    compared, data = compare.chart_data(records, lines, split.mixed)
+    compared, data = compare.chart_data(records, _lines(request, records, running), split.mixed)
     return render(
         request,
         "compare.html",

@@ -325,3 +325,5 @@ class RunDetail:
     mean: Interval | None
     extra_stats: list[tuple[str, float]]
     tasks: list[RunTask]
+    #: the bootstrap of the run's current trial scores is running (after the upload that changed them)
+    computing: bool = False
