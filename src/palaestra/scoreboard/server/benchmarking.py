@@ -7,7 +7,7 @@ the run's aggregate (:func:`palaestra.benchmarks.runs.aggregate_benchmark_run`: 
 plus per-task scores) is recomputed from those stored TaskScores, never from the episode batches, so
 the n-th upload into a run costs what the first did. Its 50,000-replicate bootstrap
 (:func:`compute_statistics`) runs after the response of the commit, or when the run is first viewed
-(:mod:`.run_statistics`), and is kept in ``benchmark_runs.statistics`` until the next upload.
+(:func:`run_statistics_of`), and is kept in ``benchmark_runs.statistics`` until the next upload.
 Everything here is best effort: an unknown benchmark or a scoring failure leaves the score empty and
 is logged, never failing the upload.
 """

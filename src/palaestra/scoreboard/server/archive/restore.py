@@ -21,6 +21,7 @@ from tqdm import tqdm
 from palaestra.scoreboard.server.archive import format as fmt
 from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.db import Database
+from palaestra.scoreboard.server.rescore import derive_missing_curves
 from palaestra.scoreboard.server.state import open_database
 from palaestra.scoreboard.server.storage import BlobStore, open_store
 
@@ -85,6 +86,8 @@ def import_board(config: ServerConfig, source: Path, progress: bool = False) -> 
         _check_empty(db, config)
         blobs = _store_blobs(store, source, progress)
         rows = _insert_rows(db, source, manifest, progress)
+        with db.engine.begin() as conn:  # an export from before 0009_derived_evaluations has no curves
+            derive_missing_curves(conn, store)
     finally:
         db.dispose()
     return ImportReport(source, rows, blobs)

@@ -372,7 +372,7 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
     downloads.append(Download("Evaluation (JSON, API)", f"/v1/evaluations/{ev.id}"))
     for v in videos:
         downloads.append(Download(f"Video of {v.title.replace('Episode', 'episode', 1)} ({v.video.name})", v.url))
-    curves = _stored_curves(request, [ev.id])[ev.id]
+    derived = _stored_curves(request, [ev.id])[ev.id]
     best = None
     ladder_links: list[tuple[str, str]] = []
     if ev.env_id:
@@ -387,8 +387,8 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         writeup_url=ev.writeup or (ev.algorithm.writeup if ev.algorithm else None),
         env_info={k: v for k, v in env_info.items() if v is not None},
         videos=videos,
-        curves=curves or None,
-        curves_missing=curves is None,
+        curves=derived or None,
+        curves_missing=derived is None,
         downloads=downloads,
         has_terminal_videos=any(v.video.kind == "terminal" for v in videos),
         compare_url=compare.CompareSettings().url([ev.id, best]) if best and best != ev.id else None,
