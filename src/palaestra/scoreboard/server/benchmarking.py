@@ -6,8 +6,10 @@ stored with it; then, and when the run is committed, and :mod:`palaestra.benchma
 the run's aggregate (:func:`palaestra.benchmarks.runs.aggregate_benchmark_run`: the 2017 aggregate
 plus per-task scores) is recomputed from those stored TaskScores, never from the episode batches, so
 the n-th upload into a run costs what the first did. Its 50,000-replicate bootstrap
-(:func:`compute_statistics`) runs after the response of the commit, or when the run is first viewed
-(:func:`run_statistics_of`), and is kept in ``benchmark_runs.statistics`` until the next upload.
+(:func:`compute_statistics`) runs once per score: for an open run after the response of the first
+view that asks for it (:func:`run_statistics_of`), for a committed one in its commit (so that its
+page, its answer and an export of the board are whole at once); it is kept in
+``benchmark_runs.statistics`` until the next upload.
 Everything here is best effort: an unknown benchmark or a scoring failure leaves the score empty and
 is logged, never failing the upload.
 """

@@ -5,7 +5,7 @@ curves of migration 0009_derived_evaluations.
   (what 0009 runs; an evaluation whose batch is missing keeps NULL, and its page says so);
 - :func:`rescore`: every evaluation's score columns, curves and benchmark TaskScores derived again by
   :func:`.evaluation_scoring.derive_evaluation` (after a change to scoring), then every benchmark
-  run's aggregate from those TaskScores (its bootstrap follows when the run is next viewed).
+  run's aggregate from those TaskScores, and its bootstrap.
 
 Each batch is read once, its sha256 checked, and trusted as validated at upload
 (:func:`.ingest.read_validated_batch`). A score that changes is a new entry-less version of a record
@@ -127,7 +127,8 @@ def _stored(db: Database) -> Iterator[Sequence[Any]]:
 
 
 def rescore(db: Database, store: BlobStore, progress: Callable[[str], None] | None = None) -> RescoreReport:
-    """Derive every stored evaluation again, then score every benchmark run from its TaskScores."""
+    """Derive every stored evaluation again, then score and bootstrap every benchmark run from its
+    evaluations' TaskScores."""
     report = RescoreReport()
     for rows in _stored(db):
         for row in rows:
@@ -139,6 +140,7 @@ def rescore(db: Database, store: BlobStore, progress: Callable[[str], None] | No
         run_ids = list(session.scalars(sa.select(BenchmarkRun.id).order_by(BenchmarkRun.seq)))
     for run_id in run_ids:
         if benchmarking.score_run(db, run_id) is not None:
+            benchmarking.compute_statistics(db, run_id)
             report.runs += 1
     return report
 

@@ -1,6 +1,7 @@
 """``/v1/benchmark_runs``: a run of a benchmark collects evaluations until it is committed, and is
-scored (:mod:`palaestra.scoreboard.server.benchmarking`) as they arrive and when it is committed; its
-bootstrap statistics follow after the response (``score.statistics.computing`` until then).
+scored (:mod:`palaestra.scoreboard.server.benchmarking`) as they arrive and when it is committed; an
+open run's bootstrap statistics are computed after the response that first asks for them
+(``score.statistics.computing`` until then), a committed run's by its commit.
 Any ``benchmark_id`` is accepted (the 2017 client checks ids itself)."""
 
 from __future__ import annotations
@@ -172,5 +173,6 @@ def commit_benchmark_run(run_id: str, request: Request, principal: CurrentUser, 
         if run.status != "committed":
             run.status, run.committed = "committed", utcnow()
     benchmarking.score_run(state.db, run_id)
-    benchmarking.bootstrap(state, run_id)  # the final score's intervals, after this response
+    # the final score's intervals, once: a committed run's page, answer and export are whole at once
+    benchmarking.compute_statistics(state.db, run_id)
     return _answer_run(state, request, run_id)
