@@ -176,7 +176,7 @@ class ScoreboardServer:
         if given; returns its key."""
         from palaestra.scoreboard.server import accounts, auth
         from palaestra.scoreboard.server.config import resolve_config
-        from palaestra.scoreboard.server.db import Database
+        from palaestra.scoreboard.server.database import Database
 
         db = Database(resolve_config(environ=self.env).database_url)
         try:

@@ -21,6 +21,7 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server import db as m
+from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.app import create_app
 from palaestra.scoreboard.server.config import resolve_config
 from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
@@ -38,7 +39,7 @@ def _store_evaluations(state: Any) -> dict[str, Any]:
     t0 = 1.7e9
     now = datetime.now(timezone.utc)
     with state.db.write() as s:
-        alice, bob = m.User(name="alice"), m.User(name="bob")
+        alice, bob = User(name="alice"), User(name="bob")
         s.add_all([alice, bob])
         s.flush()
         hostile = m.Algorithm(id="alg_hostile", user_seq=bob.seq, name=HOSTILE_NAME, writeup="javascript:alert(3)")
@@ -243,8 +244,8 @@ def test_users_index_counts_and_sorts(app_client: tuple[httpx.Client, dict[str, 
 def test_users_index_is_paged_like_the_leaderboards(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, info = app_client
     with info["state"].db.write() as s:
-        if s.scalar(sa.select(sa.func.count()).select_from(m.User).where(m.User.name.like("pager-%"))) == 0:
-            s.add_all([m.User(name=f"pager-{i:02d}") for i in range(30)])
+        if s.scalar(sa.select(sa.func.count()).select_from(User).where(User.name.like("pager-%"))) == 0:
+            s.add_all([User(name=f"pager-{i:02d}") for i in range(30)])
     first = client.get("/users?sort=name")
     assert "page 1 of 2" in first.text and 'rel="next" href="/users?sort=name&amp;page=2"' in first.text
     second = client.get("/users?sort=name&page=2").text
@@ -386,7 +387,7 @@ def test_blobs_in_s3_are_served_from_this_origin(
         state = build_state(config)
         try:
             with state.db.write() as s:
-                user = m.User(name="s3-user")
+                user = User(name="s3-user")
                 s.add(user)
                 s.flush()
                 state.store.put_bytes("v/video.mp4", b"\x00\x00\x00\x18ftypisom" + bytes(200))

@@ -195,7 +195,7 @@ def test_expired_sessions_are_deleted_at_the_next_sign_in(tmp_path: object) -> N
         new = accounts.start_session(db, user, ttl_s=60)
         assert accounts.session_user(db, new) == user
         with db.read() as session:
-            from palaestra.scoreboard.server.db import WebSession
+            from palaestra.scoreboard.server.account_tables import WebSession
 
             assert session.query(WebSession).count() == 1, "the expired session row was deleted"
         accounts.set_password(db, "ada", "another long password")

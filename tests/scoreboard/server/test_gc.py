@@ -18,8 +18,10 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.db import Database, FileRecord, utcnow
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.faults import PAUSE_ENV
+from palaestra.scoreboard.server.service_tables import FileRecord
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,

@@ -41,6 +41,7 @@ from palaestra.monitoring.results import load_env_info_from_manifests, load_resu
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.keys import idempotency_key, sha256_file
 from palaestra.scoreboard.client.transport import short_error
+from palaestra.scoreboard.provenance_wire import Provenance
 
 __all__ = [
     "PreparedDirectory",
@@ -71,7 +72,7 @@ class PreparedDirectory:
     videos: list[tuple[str, str]] = field(default_factory=list)
     episodes: int = 0
     #: what ran, as the server will get it (None: not recorded, or not sent)
-    provenance: protocol.Provenance | None = None
+    provenance: Provenance | None = None
 
     @property
     def env_id(self) -> str:
@@ -176,14 +177,14 @@ def subsample_videos(
     return [videos[i] for i in indices]
 
 
-def checked_provenance(directory: str) -> protocol.Provenance | None:
+def checked_provenance(directory: str) -> Provenance | None:
     """The directory's provenance as the protocol's schema reads it; None (with a warning naming the
     field) when it does not pass, or when no Monitor recorded one."""
     document = load_provenance(directory)
     if document is None:
         return None
     try:
-        return protocol.Provenance.model_validate(document)
+        return Provenance.model_validate(document)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "(the document)"

@@ -28,7 +28,9 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from palaestra.errors import ConfigurationError
-from palaestra.scoreboard.server.db import Database, Invite, User, WebSession, utcnow
+from palaestra.scoreboard.server.account_tables import Invite, User, WebSession
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db_base import utcnow
 
 __all__ = [
     "MIN_PASSWORD_LENGTH",

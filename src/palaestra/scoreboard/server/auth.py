@@ -20,7 +20,9 @@ from sqlalchemy.orm import Session
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import rate_limits
-from palaestra.scoreboard.server.db import ApiKey, Database, User, utcnow
+from palaestra.scoreboard.server.account_tables import ApiKey, User
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.deps import get_state, run_blocking, state_of
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.problems import Problem

@@ -32,15 +32,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server.db import (
-    Database,
-    Evaluation,
-    FileRecord,
-    IdempotencyKey,
-    RateCounter,
-    utcnow,
-)
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.rate_limits import STALE_COUNTER_S
+from palaestra.scoreboard.server.service_tables import FileRecord, IdempotencyKey, RateCounter
 from palaestra.scoreboard.server.storage import BlobStore
 
 __all__ = ["GcReport", "PeriodicGc", "collect", "referenced_keys"]

@@ -23,8 +23,10 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server.db import Database, FileRecord, RateCounter, utcnow
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.service_tables import FileRecord, RateCounter
 from palaestra.scoreboard.server.state import ServerState
 
 __all__ = [

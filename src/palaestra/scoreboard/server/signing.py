@@ -34,7 +34,8 @@ import sqlalchemy as sa
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.db import Database, ServerSetting
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.service_tables import ServerSetting
 
 __all__ = ["SECRET_FILE_NAME", "SigningKeys", "UploadSecret", "open_secret", "rotate", "secret_path"]
 

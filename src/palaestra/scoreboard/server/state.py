@@ -10,7 +10,8 @@ import sqlalchemy as sa
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import migrate
 from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.db import Algorithm, Database
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import Algorithm
 from palaestra.scoreboard.server.signing import UploadSecret, open_secret
 from palaestra.scoreboard.server.storage import BlobStore, FileStore, open_store
 

@@ -19,9 +19,10 @@ from palaestra.scoreboard.server.api.common import answer, base_url, not_found, 
 from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
 from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db import FileRecord, from_row, snapshot, utcnow
+from palaestra.scoreboard.server.db_base import from_row, snapshot, utcnow
 from palaestra.scoreboard.server.deps import run_blocking
 from palaestra.scoreboard.server.ids import new_id
+from palaestra.scoreboard.server.service_tables import FileRecord
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import FileStore
 
