@@ -128,11 +128,11 @@ def make_env(env_id: str, video: bool = True, **kwargs: Any) -> gymnasium.Env[An
     one-line reason, before Gymnasium fails on the missing module.
     """
     check_env_id(env_id)
-    from palaestra.catalogue import lookup
+    from palaestra.catalogue import unavailable_reason
 
-    entry = lookup(env_id)
-    if entry is not None and entry.unavailable_reason:
-        raise TrainingError(f"Cannot make {env_id}: {entry.unavailable_reason}")
+    reason = unavailable_reason(env_id)
+    if reason is not None:
+        raise TrainingError(f"Cannot make {env_id}: {reason}")
     if video and "render_mode" not in kwargs:
         mode = video_render_mode(env_id)
         if mode is not None:
