@@ -176,7 +176,7 @@ def test_s3_gc_removes_what_a_second_post_of_the_presigned_form_left(
 
 def test_gc_that_cannot_reach_its_database_says_so_in_one_line_with_exit_code_3(tmp_path: Path) -> None:
     from palaestra.cli import exits
-    from tests.scoreboard.server_helpers import free_port
+    from tests.server_process import free_port
 
     result = subprocess.run(
         [sys.executable, "-m", "palaestra", "server", "gc", "--data-dir", str(tmp_path),

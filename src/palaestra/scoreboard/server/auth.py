@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
-import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -200,7 +199,7 @@ def _cached_principal(state: ServerState, key: str) -> Principal | None:
     """The principal of ``key`` if it was looked up less than ``AUTH_CACHE_S`` ago, else None."""
     with _auth_lock:
         hit = _auth_cache.get(f"{id(state)}:{hash_key(key)}")
-    if hit is not None and hit[1] > time.monotonic():
+    if hit is not None and hit[1] > state.clock.monotonic():
         return hit[0]
     return None
 
@@ -208,7 +207,7 @@ def _cached_principal(state: ServerState, key: str) -> Principal | None:
 def _lookup_and_cache(state: ServerState, key: str) -> Principal | None:
     """Look ``key`` up in the database (blocking) and remember a valid one for ``AUTH_CACHE_S``."""
     cache_key = f"{id(state)}:{hash_key(key)}"
-    now = time.monotonic()
+    now = state.clock.monotonic()
     with state.db.read() as session:
         principal = lookup_key(session, key)
     with _auth_lock:

@@ -9,7 +9,6 @@ validated here, once (:mod:`palaestra.scoreboard.server.ingest`), and stored; th
 from __future__ import annotations
 
 import tempfile
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -153,7 +152,7 @@ def _check_signature(state: ServerState, record: FileRecord, form: Any) -> None:
             "POST /v1/files returned them.",
             "signature",
         )
-    if time.time() > int(expires) or utcnow() > record.expires:
+    if state.clock.time() > int(expires) or state.clock.now() > record.expires:
         raise Problem(
             400,
             f"The upload URL of {record.id} expired at "
