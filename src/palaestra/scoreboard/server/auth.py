@@ -220,6 +220,15 @@ def _lookup_and_cache(state: ServerState, key: str) -> Principal | None:
     return principal
 
 
+def forget_key(state: ServerState, key_id: str) -> None:
+    """Drop ``key_id`` from this server's key cache: a key revoked here stops working at once (on the
+    other servers of the database, within :data:`AUTH_CACHE_S`)."""
+    prefix = f"{id(state)}:"
+    with _auth_lock:
+        for cache_key in [k for k, (p, _) in _auth_cache.items() if k.startswith(prefix) and p.key_id == key_id]:
+            del _auth_cache[cache_key]
+
+
 async def require_user(request: Request, state: ServerState = Depends(get_state)) -> Principal:
     """The caller's identity; 401 if the key is missing, unknown or revoked (429 once an address sent
     too many of those: :mod:`.rate_limits`).

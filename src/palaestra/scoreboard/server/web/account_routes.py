@@ -202,7 +202,8 @@ def revoke_key(request: Request, key_id: str, _: CsrfChecked) -> Response:
     user = signin.signed_in(request)
     if user is None:
         return _see_other("/login?" + urlencode({"next": PROFILE_PATH}))
-    if not auth.revoke_user_key(state_of(request).db, user.user_seq, key_id):
+    state = state_of(request)
+    if not auth.revoke_user_key(state.db, user.user_seq, key_id):
         return render(
             request,
             "error.html",
@@ -210,6 +211,7 @@ def revoke_key(request: Request, key_id: str, _: CsrfChecked) -> Response:
             title="No such key",
             message=f"You have no active API key {key_id!r} (it may be revoked already).",
         )
+    auth.forget_key(state, key_id)
     return _see_other(PROFILE_PATH)
 
 
