@@ -33,7 +33,16 @@ import httpx
 
 from palaestra.scoreboard.server.clock import Clock
 
-__all__ = ["STARTUP_TIMEOUT_S", "FakeClock", "InProcessServer", "ServerProcess", "free_port", "in_process_server"]
+__all__ = [
+    "STARTUP_TIMEOUT_S",
+    "FakeClock",
+    "InProcessServer",
+    "ServerProcess",
+    "free_port",
+    "in_process_server",
+    "listens_on",
+    "serving",
+]
 
 STARTUP_TIMEOUT_S = 60.0
 PALAESTRA_COMMAND = (sys.executable, "-m", "palaestra")
@@ -227,21 +236,32 @@ class InProcessServer:
 
 
 @contextlib.contextmanager
-def in_process_server(data_dir: Path, environ: Mapping[str, str] | None = None) -> Iterator[InProcessServer]:
-    """A SQLite + file-store scoreboard in ``data_dir``, configured by ``environ`` (``PALAESTRA_*``
-    variables), served from this process on a free port with a :class:`FakeClock`."""
-    from palaestra.scoreboard.server import auth
+def serving(state: Any) -> Iterator[str]:
+    """The app on ``state`` (a ``ServerState``) served from a thread of this process on a free
+    loopback port, until the block ends; yields its URL."""
     from palaestra.scoreboard.server.app import create_app
-    from palaestra.scoreboard.server.config import resolve_config
     from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
-    from palaestra.scoreboard.server.state import build_state
 
-    config = resolve_config(data_dir=data_dir, port=free_port(), environ=dict(environ or {}))
-    clock = FakeClock()
-    state = build_state(config, clock)
+    config = state.config.with_overrides(port=free_port())
     server = EmbeddedScoreboard(config, app=create_app(state=state)).start()
     try:
-        yield InProcessServer(server.url, auth.create_user(state.db, "tester")[1], state, clock)
+        yield server.url
     finally:
         server.stop()
+
+
+@contextlib.contextmanager
+def in_process_server(data_dir: Path, environ: Mapping[str, str] | None = None) -> Iterator[InProcessServer]:
+    """A SQLite + file-store scoreboard in ``data_dir``, configured by ``environ`` (``PALAESTRA_*``
+    variables), served from this process (:func:`serving`) with a :class:`FakeClock`."""
+    from palaestra.scoreboard.server import auth
+    from palaestra.scoreboard.server.config import resolve_config
+    from palaestra.scoreboard.server.state import build_state
+
+    clock = FakeClock()
+    state = build_state(resolve_config(data_dir=data_dir, environ=dict(environ or {})), clock)
+    try:
+        with serving(state) as url:
+            yield InProcessServer(url, auth.create_user(state.db, "tester")[1], state, clock)
+    finally:
         state.close()

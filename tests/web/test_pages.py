@@ -10,7 +10,6 @@ import io
 import json
 import re
 import secrets
-import socket
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -22,12 +21,11 @@ import sqlalchemy as sa
 
 from palaestra.scoreboard.server import db as m
 from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.app import create_app
 from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 from palaestra.scoreboard.server.state import build_state
 from palaestra.scoreboard.server.web import assets
 from palaestra.solved_stats import ranking_mean, score_from_merged
+from tests.server_process import serving
 from tests.web.web_helpers import HOSTILE_NAME, Uploads
 
 EVAL_LINK_RE = re.compile(r'<td(?: class="opt")?><a href="/evaluations/(eval_\w+)">')
@@ -99,16 +97,9 @@ def _database_url(kind: str) -> Iterator[str | None]:
 
 @contextlib.contextmanager
 def _served(state: Any) -> Iterator[httpx.Client]:
-    """A client of the app on ``state``, served by uvicorn on a free loopback port in a thread."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = EmbeddedScoreboard(state.config.with_overrides(port=port), app=create_app(state=state)).start()
-    try:
-        with httpx.Client(base_url=server.url, follow_redirects=True, timeout=30) as client:
-            yield client
-    finally:
-        server.stop()
+    """A client of the app on ``state``, served from a thread of this process (tests.server_process)."""
+    with serving(state) as url, httpx.Client(base_url=url, follow_redirects=True, timeout=30) as client:
+        yield client
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
