@@ -197,7 +197,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         n_terminated, n_truncated = count_nonzero(result[2]), count_nonzero(result[3])
         return self._ends(result, n_terminated, n_truncated) if n_terminated or n_truncated else None
 
-    def _ends(self, result: tuple[Any, ...], n_terminated: int, n_truncated: int) -> np.ndarray:
+    def _ends(self, result: tuple[Any, ...], n_terminated: np.integer[Any], n_truncated: np.integer[Any]) -> np.ndarray:
         """End the episodes that this step ended (``n_terminated`` and ``n_truncated`` of them, not both
         zero); the done mask."""
         terminated, truncated = np.asarray(result[2]), np.asarray(result[3])
