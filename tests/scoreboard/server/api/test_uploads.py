@@ -33,6 +33,7 @@ from tests.scoreboard.server_helpers import (
         ({"timestamps": [1.0, "later", 3.0]}, "timestamps"),
         ({"episode_lengths": [1, -2, 3]}, "episode_lengths"),
         ({"surprise": 1}, "surprise"),
+        ({"env_index": [0, 1]}, "env_index"),
     ],
 )
 def test_bad_episode_batch_is_400_naming_the_field(
