@@ -26,6 +26,7 @@ def test_episode_batch_validation_names_the_field() -> None:
         "episode_types": {**good, "episode_types": ["t", "train"]},
         "timestamps": {**good, "timestamps": [1.0, float("inf")]},
         "data_sources": {**good, "data_sources": [0, 1], "initial_reset_timestamps": [0.0]},
+        "env_index": {**good, "env_index": [0, 1, 2]},
     }
     for field, doc in cases.items():
         with pytest.raises(protocol.EpisodeBatchError) as info:
@@ -35,6 +36,17 @@ def test_episode_batch_validation_names_the_field() -> None:
         protocol.parse_episode_batch(json.dumps(good), max_bytes=10)
     with pytest.raises(protocol.EpisodeBatchError, match="not valid JSON"):
         protocol.parse_episode_batch(b"{")
+
+
+def test_an_episode_batch_carries_each_episodes_sub_environment_when_the_client_sends_it() -> None:
+    old_client = {"episode_lengths": [1, 2], "episode_rewards": [0.5, 1.0], "timestamps": [1.0, 2.0]}
+    assert "env_index" not in protocol.parse_episode_batch(json.dumps(old_client)).enriched("X")
+    vector_run = {**old_client, "env_index": [3, 0]}
+    assert protocol.parse_episode_batch(json.dumps(vector_run)).enriched("X")["env_index"] == [3, 0]
+    with pytest.raises(protocol.EpisodeBatchError, match="env_index has 1 entries but episode_lengths has 2"):
+        protocol.parse_episode_batch(json.dumps({**old_client, "env_index": [0]}))
+    with pytest.raises(protocol.EpisodeBatchError, match="env_index"):
+        protocol.parse_episode_batch(json.dumps({**old_client, "env_index": [0, -1]}))
 
 
 def test_wire_models_match_the_2017_shapes() -> None:

@@ -108,7 +108,9 @@ def check_open_monitors() -> None:
 
 
 def episode_batch_document(results: Any, training_dir: str) -> dict[str, Any]:
-    """The episode-batch document (exactly the 2017 keys), validated with the protocol's schema."""
+    """The episode-batch document, validated with the protocol's schema: exactly the 2017 keys, plus
+    ``env_index`` where the run's episodes came from more than one sub-environment of a vector env
+    (the scoreboard keeps it; a run all of sub-environment 0 sends what a 2017 client sent)."""
     doc = {
         "data_sources": results["data_sources"],
         "episode_lengths": results["episode_lengths"],
@@ -117,6 +119,8 @@ def episode_batch_document(results: Any, training_dir: str) -> dict[str, Any]:
         "initial_reset_timestamps": results["initial_reset_timestamps"],
         "timestamps": results["timestamps"],
     }
+    if any(results.get("env_index") or ()):
+        doc["env_index"] = results["env_index"]
     try:
         protocol.parse_episode_batch(doc)
     except protocol.EpisodeBatchError as e:

@@ -37,8 +37,10 @@ class EpisodeBatch(BaseModel):
     """The episode-batch document (spec §4.2): what ``gym.upload`` POSTs for ``episode_batch``.
 
     The uploaded keys are ``data_sources, episode_lengths, episode_rewards, episode_types,
-    initial_reset_timestamps, timestamps``. The server stores an enriched copy that also has
-    ``env_id`` and ``initial_reset_timestamp`` (spec §10.17); both are accepted here.
+    initial_reset_timestamps, timestamps``, plus palaestra's ``env_index`` for a vector run (each
+    episode's sub-environment; 2017 clients and single-env runs send none). The server stores an
+    enriched copy that also has ``env_id`` and ``initial_reset_timestamp`` (spec §10.17); both are
+    accepted here.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -49,6 +51,7 @@ class EpisodeBatch(BaseModel):
     episode_types: list[EpisodeType] | None = None
     initial_reset_timestamps: list[FiniteFloat | None] = Field(default_factory=list)
     timestamps: list[FiniteFloat]
+    env_index: list[NonNegativeInt] | None = None
     # enriched form
     env_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     initial_reset_timestamp: FiniteFloat | None = None
@@ -60,7 +63,7 @@ class EpisodeBatch(BaseModel):
             raise EpisodeBatchError(
                 f"episode batch has {n} episodes; at most {MAX_EPISODES} fit in one upload", "episode_lengths"
             )
-        for name in ("episode_rewards", "timestamps", "episode_types", "data_sources"):
+        for name in ("episode_rewards", "timestamps", "episode_types", "data_sources", "env_index"):
             values = getattr(self, name)
             if values is not None and len(values) != n:
                 raise EpisodeBatchError(
@@ -101,6 +104,8 @@ class EpisodeBatch(BaseModel):
             doc["episode_types"] = ["t"] * len(self.episode_lengths)
         if doc["data_sources"] is None:
             doc["data_sources"] = [0] * len(self.episode_lengths)
+        if doc["env_index"] is None:
+            del doc["env_index"]  # unknown, not sub-environment 0: the stored document says nothing
         return doc
 
 

@@ -35,6 +35,7 @@ from tests.server_process import InProcessServer
         ({"timestamps": [1.0, "later", 3.0]}, "timestamps"),
         ({"episode_lengths": [1, -2, 3]}, "episode_lengths"),
         ({"surprise": 1}, "surprise"),
+        ({"env_index": [0, 1]}, "env_index"),
     ],
 )
 def test_bad_episode_batch_is_400_naming_the_field(
