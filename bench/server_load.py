@@ -202,7 +202,7 @@ def running_server(
                 time.sleep(0.1)
             from palaestra.scoreboard.server import auth
             from palaestra.scoreboard.server.config import resolve_config
-            from palaestra.scoreboard.server.db import Database
+            from palaestra.scoreboard.server.database import Database
 
             db = Database(resolve_config(environ=env).database_url)
             key = auth.create_user(db, "bench")[1]

@@ -107,14 +107,16 @@ def fill(database_url: str, data_dir: Path, n: int, with_episodes: int, seed: in
     import sqlalchemy as sa
 
     from palaestra.scoreboard.server import db as m
+    from palaestra.scoreboard.server.account_tables import User
+    from palaestra.scoreboard.server.database import Database
     from palaestra.scoreboard.server.ids import new_id
 
     rng = random.Random(seed)
-    database = m.Database(database_url)
+    database = Database(database_url)
     now = datetime.now(timezone.utc)
     try:
         with database.write() as session:
-            users = [m.User(name=f"bench-user-{i}") for i in range(20)]
+            users = [User(name=f"bench-user-{i}") for i in range(20)]
             session.add_all(users)
             session.flush()
             algorithms = [

@@ -108,3 +108,71 @@ def test_an_id_gymnasium_refuses_on_the_installed_engine_is_not_listed_as_runnab
     else:
         assert entry.available
     assert catalogue.lookup("Pusher-v5").available  # type: ignore[union-attr]
+
+
+# Run in a Python where Box2D cannot be imported (as without the box2d extra): each reader's answer
+# for LunarLander-v2 (a 2017 id that Gymnasium's LunarLander-v3 makes) and LunarLander-v3, as JSON.
+WITHOUT_BOX2D = r"""
+import contextlib, io, json, sys
+sys.modules["Box2D"] = None  # `import Box2D` raises ModuleNotFoundError, find_spec says None
+import gymnasium
+from palaestra.benchmarks.registry import Benchmark
+from palaestra.cli import main
+from palaestra.training import TrainingError, make_env
+
+listing = io.StringIO()
+with contextlib.redirect_stdout(listing):
+    main(["envs", "--all", "--json"])
+envs = {e["env_id"]: e["unavailable_reason"] for e in json.loads(listing.getvalue())}
+tasks = [{"env_id": i, "trials": 1, "max_timesteps": 10} for i in ("LunarLander-v2", "LunarLander-v3")]
+benchmark = Benchmark(id="Box2DOnly-v0", scorer=None, tasks=tasks)
+answers = {}
+for env_id in ("LunarLander-v2", "LunarLander-v3"):
+    try:
+        make_env(env_id, video=False)
+        training = None
+    except TrainingError as exc:
+        training = str(exc)
+    answers[env_id] = {"envs": envs[env_id], "benchmark": benchmark.unavailable_reasons().get(env_id),
+                       "training": training}
+try:
+    gymnasium.make("LunarLander-v2")
+except Exception as exc:
+    answers["LunarLander-v2"]["successor"] = [type(exc).__name__, str(exc)]
+print(json.dumps(answers))
+"""
+
+
+def test_an_env_whose_extra_is_missing_is_unrunnable_in_the_catalogues_words_everywhere(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from tests.cli.cli_helpers import cli_env
+
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_BOX2D], cwd=tmp_path, env=cli_env(), capture_output=True, text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr
+    answers = json.loads(result.stdout.splitlines()[-1])
+    for env_id in ("LunarLander-v2", "LunarLander-v3"):
+        reason = f"{env_id} needs Box2D, which is not installed: pip install 'palaestra[box2d]'"
+        answer = answers[env_id]
+        assert answer["envs"] == answer["benchmark"] == reason, answer
+        assert answer["training"] == f"Cannot make {env_id}: {reason}"
+    assert answers["LunarLander-v2"]["successor"] == ["DependencyNotInstalled", answers["LunarLander-v2"]["envs"]]
+
+
+def test_the_import_probe_names_an_entry_point_that_does_not_import() -> None:
+    import gymnasium
+
+    gymnasium.register("BrokenImport-v0", entry_point="palaestra_no_such_module:Env")
+    try:
+        assert catalogue.unavailable_reason("BrokenImport-v0") is None  # not listed, nothing imported
+        reason = catalogue.unavailable_reason("BrokenImport-v0", import_probe=True)
+        assert reason is not None and reason.startswith("BrokenImport-v0 cannot be made here: ")
+        assert "palaestra_no_such_module" in reason
+    finally:
+        del gymnasium.registry["BrokenImport-v0"]
+    assert catalogue.unavailable_reason("NoSuchEnv-v0") == "not registered in this installation"

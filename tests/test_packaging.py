@@ -15,13 +15,14 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import time
 import venv
 import zipfile
 from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.server_process import ServerProcess, free_port
 
 REPO = Path(__file__).resolve().parents[1]
 VENDOR_FILES = (
@@ -156,47 +157,20 @@ def test_the_wheel_installs_anywhere_with_pip_and_serves_pages_with_charts(tmp_p
 
     # with the server extra: the whole loop, and a page whose chart is drawn
     _ok(_run(python, "-m", "pip", "install", "--quiet", f"palaestra[server] @ {wheel.as_uri()}", cwd=home, timeout=900))
-    port = _free_port()
+    port = free_port()
     demo = _ok(_run(palaestra, "demo", "--no-serve", "--episodes", "120", "--port", str(port), cwd=home))
     url = next(line.split(": ", 1)[1] for line in demo.splitlines() if line.startswith("Your evaluation: "))
-    server = subprocess.Popen(
-        [palaestra, "server", "--data-dir", ".palaestra-demo", "--port", str(port)],
-        cwd=home,
-        env=_clean_env(home),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        page = _wait_for_page(url, server)
+    server = ServerProcess(["--data-dir", ".palaestra-demo"], port=port, command=[str(palaestra)], cwd=home, env=_clean_env(home))
+    with server:
+        page = httpx.get(url, timeout=30)
+        assert page.status_code == 200, page.text[:500]
+        page = page.text
         assert "/assets/vendor/uplot/dist/uPlot.iife.min.js" in page and "unavailable" not in page
         script = httpx.get(f"http://127.0.0.1:{port}/assets/vendor/uplot/dist/uPlot.iife.min.js", timeout=30)
         assert script.status_code == 200 and len(script.content) > 10_000
         _chart_is_drawn(url)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for_page(url: str, server: subprocess.Popen[str]) -> str:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            response = httpx.get(url, timeout=5)
-            assert response.status_code == 200, response.text[:500]
-            return response.text
-        except httpx.HTTPError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"the server from the wheel did not serve {url}: {server.stderr}") from None
-            time.sleep(0.2)
 
 
 def _chart_is_drawn(url: str) -> None:

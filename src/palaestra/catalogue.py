@@ -40,6 +40,7 @@ __all__ = [
     "register_ale_py",
     "solving_criteria",
     "solving_rule",
+    "unavailable_reason",
 ]
 
 
@@ -186,6 +187,7 @@ def register_ale_py() -> bool:
     return True
 
 
+@functools.cache
 def _import_env_providers() -> None:
     """Make sure every provider's ids are in Gymnasium's registry before the catalogue is built."""
     import palaestra.envs  # noqa: F401  (registers Go, Hex and the 2017 registry)
@@ -232,7 +234,10 @@ def _unavailable_reason(env_id: str, entry_point: object, row: Env2017 | None) -
         if row.requires:
             return engines.missing(row.requires, env_id)
         if row.successor and row.successor not in gymnasium.registry:
-            return f"made by Gymnasium's {row.successor}, which this Gymnasium does not register"
+            return (
+                f"{env_id} is made by Gymnasium's {row.successor}, which this Gymnasium "
+                f"({gymnasium.__version__}) does not register: pip install --upgrade gymnasium"
+            )
         return None
     extra = engine_of(entry_point, row)
     return (engines.missing(extra, env_id) if extra else None) or _refused_by_engine_version(env_id)
@@ -287,11 +292,10 @@ def _catalogue() -> dict[str, EnvEntry]:
         )
     for row in legacy.rows():  # rows a provider did not register (Atari without ale-py)
         if row.id not in entries:
-            reason = (engines.missing(row.requires, row.id) if row.requires else None) or "not registered here"
             entries[row.id] = EnvEntry(
                 env_id=row.id, group=row.group, summary=_summary(row.id, row.group),
                 reward_threshold=row.reward_threshold, trials=row.trials, max_episode_steps=row.max_episode_steps,
-                unavailable_reason=reason, legacy=row,
+                unavailable_reason=_unregistered_reason(row.id, row), legacy=row,
             )
     return entries
 
@@ -299,6 +303,62 @@ def _catalogue() -> dict[str, EnvEntry]:
 def lookup(env_id: str) -> EnvEntry | None:
     """The catalogue entry of ``env_id``, or ``None`` for an env the scoreboard does not list."""
     return _catalogue().get(env_id)
+
+
+def unavailable_reason(env_id: str, *, import_probe: bool = False) -> str | None:
+    """Why this installation cannot make ``env_id`` (one line, with what to install), or ``None``.
+
+    The one answer to "can this env run here", read by ``palaestra envs`` (through
+    :attr:`EnvEntry.unavailable_reason`), the benchmark registry, training and the 2017 ids'
+    successors. Without ``import_probe`` it is decided from the registry and the installed packages,
+    importing no env code; with it (the benchmark runner, before it spends a process on a task) the
+    module that makes the env must also import.
+    """
+    spec = gymnasium.registry.get(env_id)
+    if spec is None:
+        _import_env_providers()
+        spec = gymnasium.registry.get(env_id)
+    row = legacy.row(env_id)
+    if spec is None:
+        return _unregistered_reason(env_id, row)
+    reason = _unavailable_reason(env_id, spec.entry_point, row)
+    if reason is not None or not import_probe:
+        return reason
+    entry_point = _made_by(env_id)
+    return _import_problem(env_id, entry_point) if isinstance(entry_point, str) else None
+
+
+def _unregistered_reason(env_id: str, row: Env2017 | None) -> str:
+    """Why an id that no provider registered here cannot be made (Atari's 2017 ids without ale-py)."""
+    if row is not None:
+        missing = engines.missing(row.requires, env_id) if row.requires else None
+        return missing or "not registered in this installation (a 2017 environment that is not provided here)"
+    if env_id.startswith("Minecraft"):
+        return "not registered in this installation (a gym-minecraft environment; none exists today)"
+    return "not registered in this installation"
+
+
+def _made_by(env_id: str) -> object:
+    """The entry point whose module makes ``env_id``: a 2017 id's successor's (probing the 2017 id's
+    own, :mod:`palaestra.envs.legacy.successors`, would ask this module again)."""
+    entry_point = gymnasium.registry[env_id].entry_point
+    row = legacy.row(env_id)
+    if row is not None and row.successor and str(entry_point).startswith(legacy.SUCCESSORS_MODULE):
+        return gymnasium.registry[row.successor].entry_point
+    return entry_point
+
+
+@functools.cache
+def _import_problem(env_id: str, entry_point: str) -> str | None:
+    from gymnasium.envs.registration import load_env_creator
+
+    try:
+        load_env_creator(entry_point)
+    except Exception as exc:  # ImportError, DependencyNotInstalled, anything a module import raises
+        extra = engines.extra_for(entry_point)
+        fix = f" ({engines.install_hint(extra)})" if extra else ""
+        return f"{env_id} cannot be made here{fix}: {exc}"
+    return None
 
 
 def entries(group: str | None = None, include_unavailable: bool = True) -> list[EnvEntry]:

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import gymnasium
 import numpy as np
@@ -128,11 +128,11 @@ def make_env(env_id: str, video: bool = True, **kwargs: Any) -> gymnasium.Env[An
     one-line reason, before Gymnasium fails on the missing module.
     """
     check_env_id(env_id)
-    from palaestra.catalogue import lookup
+    from palaestra.catalogue import unavailable_reason
 
-    entry = lookup(env_id)
-    if entry is not None and entry.unavailable_reason:
-        raise TrainingError(f"Cannot make {env_id}: {entry.unavailable_reason}")
+    reason = unavailable_reason(env_id)
+    if reason is not None:
+        raise TrainingError(f"Cannot make {env_id}: {reason}")
     if video and "render_mode" not in kwargs:
         mode = video_render_mode(env_id)
         if mode is not None:
@@ -192,6 +192,21 @@ def run_config(
     except TypeError:  # an agent without __dict__ (slots)
         pass
     return config
+
+
+_M = TypeVar("_M", bound="Monitor | VectorMonitor")
+
+
+def _open_monitor(
+    wrapper: type[_M], env: Any, directory: str | os.PathLike[str], video: bool, force: bool, resume: bool, mode: str,
+    config: dict[str, Any],
+) -> _M:
+    """The run's Monitor or VectorMonitor, built one way for single and vector runs: videos on the
+    Monitor's schedule (or none), and the run's settings as its ``config``."""
+    return wrapper(
+        env, directory, video_callable=None if video else False, force=force, resume=resume, mode=mode,
+        config=config,
+    )
 
 
 def make_agent(
@@ -331,15 +346,7 @@ def run_agent(
         # The agent first: a bad agent must not leave an empty training directory behind.
         the_agent = make_agent(agent, env, seed, reward_threshold=tracker.threshold)
         config = run_config(agent, the_agent, seed, episodes, steps, env_kwargs, 1, vectorization_mode)
-        monitor = Monitor(
-            env,
-            directory,
-            video_callable=None if video else False,
-            force=force,
-            resume=resume,
-            mode=mode,
-            config=config,
-        )
+        monitor = _open_monitor(Monitor, env, directory, video, force, resume, mode, config)
     except BaseException:
         env.close()
         raise
@@ -434,15 +441,7 @@ def _run_vector(
             for i in range(envs.num_envs)
         ]
         config = run_config(agent, agents[0], seed, episodes, steps, env_kwargs, num_envs, vectorization_mode)
-        monitor = VectorMonitor(
-            envs,
-            directory,
-            video_callable=None if video else False,
-            force=force,
-            resume=resume,
-            mode=mode,
-            config=config,
-        )
+        monitor = _open_monitor(VectorMonitor, envs, directory, video, force, resume, mode, config)
     except BaseException:
         envs.close()
         raise

@@ -104,9 +104,9 @@ def test_palaestra_run_on_an_atari_id(tmp_path: Path) -> None:
 
 
 def test_atari_benchmark_tasks_are_available() -> None:
+    from palaestra import catalogue
     from palaestra.benchmarks import benchmark_spec
-    from palaestra.benchmarks.registry import env_unavailable_reason
 
     bench = benchmark_spec("Atari40M")
     assert "PongNoFrameskip-v4" in bench.env_ids
-    assert all(env_unavailable_reason(env_id) is None for env_id in bench.env_ids)
+    assert all(catalogue.unavailable_reason(env_id, import_probe=True) is None for env_id in bench.env_ids)

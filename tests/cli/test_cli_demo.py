@@ -9,12 +9,14 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from palaestra.cli import exits
-from tests.cli.cli_helpers import PALAESTRA, cli_env, free_port, palaestra
+from tests.cli.cli_helpers import PALAESTRA, cli_env, palaestra
+from tests.server_process import ServerProcess, free_port
 
 STARTUP_S = 240
 
@@ -124,22 +126,13 @@ def test_demo_says_how_to_serve_its_data_again_and_that_command_serves_it(tmp_pa
     url = evaluation_line.split(": ", 1)[1]
     command = hint.split("serve it again with: ", 1)[1]
     assert command.startswith("palaestra server --data-dir ")
-    server = subprocess.Popen(
-        [PALAESTRA, *shlex.split(command)[1:]], cwd=tmp_path, env=cli_env(), stderr=subprocess.PIPE, text=True
+    # the hint's own arguments, on the port of the evaluation's URL
+    server = ServerProcess(
+        shlex.split(command)[2:], port=urlsplit(url).port, command=[PALAESTRA], cwd=tmp_path, env=cli_env()
     )
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                page = httpx.get(url, timeout=5)
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
-                time.sleep(0.2)
+    with server:
+        page = httpx.get(url, timeout=5)
         assert page.status_code == 200 and "CartPole-v1" in page.text and "palaestra-cem" in page.text
-    finally:
-        server.send_signal(signal.SIGINT)
-        server.wait(timeout=30)
 
 
 @pytest.mark.slow

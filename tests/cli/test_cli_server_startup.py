@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import signal
 import socket
-import subprocess
-import time
 from pathlib import Path
 
-import httpx
-
 from palaestra.cli import exits
-from tests.cli.cli_helpers import PALAESTRA, cli_env, free_port, palaestra
+from tests.cli.cli_helpers import PALAESTRA, cli_env, palaestra
+from tests.server_process import ServerProcess, free_port
 
 
 def _could_not_start(*args: str, cwd: Path) -> str:
@@ -55,29 +52,14 @@ def test_no_migrate_on_an_empty_database_is_one_line_with_the_fix(tmp_path: Path
 
 
 def test_a_server_that_starts_prints_its_banner_once(tmp_path: Path) -> None:
-    port = free_port()
-    server = subprocess.Popen(
-        [PALAESTRA, "server", "--data-dir", "board", "--port", str(port)],
-        cwd=tmp_path,
-        env=cli_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    log = tmp_path / "server.log"
+    server = ServerProcess(["--data-dir", "board"], command=[PALAESTRA], cwd=tmp_path, env=cli_env(), log_path=log)
     try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/v1/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                assert server.poll() is None, "the server stopped"
-            time.sleep(0.1)
-        else:
-            raise AssertionError("the server did not answer")
+        server.start()
     finally:
-        server.send_signal(signal.SIGINT)
-        output, _ = server.communicate(timeout=30)
-    assert output.count(f"palaestra scoreboard on http://127.0.0.1:{port}") == 1, output
+        server.stop(signal.SIGINT)
+    output = log.read_text()
+    assert output.count(f"palaestra scoreboard on {server.url}") == 1, output
 
 
 def test_a_database_migrated_by_a_newer_palaestra_is_one_line(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ import os
 import stat
 from pathlib import Path
 
-from tests.cli.cli_helpers import free_port, palaestra
+from tests.cli.cli_helpers import palaestra
+from tests.server_process import free_port
 
 
 def test_demo_data_is_private_under_a_permissive_umask(tmp_path: Path) -> None:

@@ -25,12 +25,13 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.server_process import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = REPO / "docs"
@@ -281,12 +282,6 @@ class PageRun:
             return (self.cwd / ".docs-block").read_text().strip()
         except OSError:
             return "(before the first block)"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def run_page(

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from tests.scoreboard.server_helpers import ScoreboardServer, free_port
+from tests.scoreboard.server_helpers import ScoreboardServer
+from tests.server_process import free_port
 
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 

@@ -7,10 +7,7 @@ import io
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
-import sys
 import tarfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,56 +18,9 @@ import httpx
 
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
 from palaestra.scoreboard import protocol
+from tests.server_process import PALAESTRA_COMMAND, ServerProcess, free_port
 
 _MP4_CACHE: dict[tuple[int, int], bytes] = {}
-
-STARTUP_TIMEOUT_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _listening_inodes(port: int) -> set[str]:
-    """Socket inodes listening on ``port`` (Linux's /proc/net tables; LISTEN is state 0A)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with contextlib.suppress(OSError):
-            for line in Path(table).read_text().splitlines()[1:]:
-                fields = line.split()
-                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A":
-                    inodes.add(fields[9])
-    return inodes
-
-
-def _process_tree(pid: int) -> list[int]:
-    pids, i = [pid], 0
-    while i < len(pids):
-        for task in Path(f"/proc/{pids[i]}/task").glob("*/children"):
-            with contextlib.suppress(OSError):
-                pids.extend(int(child) for child in task.read_text().split())
-        i += 1
-    return pids
-
-
-def _listens_on(pid: int, port: int) -> bool:
-    """Whether ``pid`` or one of its children holds the listening socket of ``port`` (True off Linux)."""
-    if not Path("/proc/net/tcp").exists():
-        return True
-    sockets = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
-    for member in _process_tree(pid):
-        for fd in Path(f"/proc/{member}/fd").glob("*"):
-            with contextlib.suppress(OSError):
-                if os.readlink(fd) in sockets:
-                    return True
-    return False
-
-
-def _palaestra_cmd() -> list[str]:
-    return [sys.executable, "-m", "palaestra"]
-
 
 class ScoreboardServer:
     """A ``palaestra server`` subprocess and the first user's API key."""
@@ -99,61 +49,32 @@ class ScoreboardServer:
         if storage:
             self.env["PALAESTRA_STORAGE"] = storage
         self.env.update(env or {})
+        self.process: ServerProcess | None = None
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = self.data_dir / "server.log"
         self.api_key = ""
 
-    # -- process control ---------------------------------------------------------------------------
+    # -- process control (tests.server_process) --------------------------------------------------
 
     def start(self) -> ScoreboardServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")  # noqa: SIM115  (kept open by the child)
-        self.proc = subprocess.Popen(
-            [*_palaestra_cmd(), "server", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        log.close()
-        self._wait_ready()
+        self.process = ServerProcess(self.args, env=self.env, port=self.port, log_path=self.log_path).start()
+        self.proc = self.process.proc
         if not self.api_key:
             self.api_key = self.create_user("tester")
         return self
 
-    def _wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        assert self.proc is not None
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"palaestra server exited with {self.proc.returncode}:\n{self.log()}")
-            with contextlib.suppress(httpx.HTTPError):
-                # the identity check: a port picked free can be taken by another test's server meanwhile
-                healthy = httpx.get(f"{self.url}/v1/health", timeout=2).status_code == 200
-                if healthy and _listens_on(self.proc.pid, self.port):
-                    return
-            time.sleep(0.05)
-        raise RuntimeError(f"palaestra server did not answer within {STARTUP_TIMEOUT_S}s:\n{self.log()}")
-
     def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-5000:]
-        except OSError:
-            return ""
+        return self.process.log() if self.process is not None else ""
 
     def kill(self) -> None:
         """SIGKILL, as a crash would."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=30)
+        if self.process is not None:
+            self.process.kill()
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=15)
+        if self.process is not None:
+            self.process.stop()
 
     def restart(self) -> ScoreboardServer:
         """Stop (if running) and start again on the same port, database and store."""
@@ -165,7 +86,7 @@ class ScoreboardServer:
     def palaestra(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """Run ``palaestra ARGS`` with this server's database/storage environment."""
         result = subprocess.run(
-            [*_palaestra_cmd(), *args], env=self.env, capture_output=True, text=True, timeout=120
+            [*PALAESTRA_COMMAND, *args], env=self.env, capture_output=True, text=True, timeout=120
         )
         if check and result.returncode != 0:
             raise AssertionError(f"palaestra {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
@@ -176,7 +97,7 @@ class ScoreboardServer:
         if given; returns its key."""
         from palaestra.scoreboard.server import accounts, auth
         from palaestra.scoreboard.server.config import resolve_config
-        from palaestra.scoreboard.server.db import Database
+        from palaestra.scoreboard.server.database import Database
 
         db = Database(resolve_config(environ=self.env).database_url)
         try:
@@ -187,14 +108,9 @@ class ScoreboardServer:
         finally:
             db.dispose()
 
-    @contextlib.contextmanager
-    def signed_in_client(self, name: str, password: str) -> Iterator[httpx.Client]:
+    def signed_in_client(self, name: str, password: str) -> contextlib.AbstractContextManager[httpx.Client]:
         """A browser-like client (cookies, no redirects followed) signed in through the sign-in form."""
-        with httpx.Client(base_url=self.url, timeout=60) as client:
-            token = form_token(client.get("/login").text)
-            r = client.post("/login", data={"name": name, "password": password, "csrf_token": token})
-            assert r.status_code == 303, r.text
-            yield client
+        return signed_in_client(self.url, name, password)
 
     def create_user_cli(self, name: str) -> str:
         """Create a user with ``palaestra users create NAME``; the key is the last line it prints."""
@@ -207,6 +123,17 @@ class ScoreboardServer:
     def client(self, **kwargs: Any) -> httpx.Client:
         """An ``httpx.Client`` on ``.url`` sending this server's API key."""
         return httpx.Client(base_url=self.url, headers=self.headers(), timeout=60, **kwargs)
+
+
+@contextlib.contextmanager
+def signed_in_client(url: str, name: str, password: str) -> Iterator[httpx.Client]:
+    """A browser-like client of the board at ``url`` (cookies, no redirects followed), signed in as
+    ``name`` through the sign-in form."""
+    with httpx.Client(base_url=url, timeout=60) as client:
+        token = form_token(client.get("/login").text)
+        r = client.post("/login", data={"name": name, "password": password, "csrf_token": token})
+        assert r.status_code == 303, r.text
+        yield client
 
 
 def form_token(html: str) -> str:

@@ -10,7 +10,6 @@ import io
 import json
 import re
 import secrets
-import socket
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -21,13 +20,13 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server import db as m
-from palaestra.scoreboard.server.app import create_app
+from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 from palaestra.scoreboard.server.evaluation_scoring import curves_of
 from palaestra.scoreboard.server.state import build_state
 from palaestra.scoreboard.server.web import assets
 from palaestra.solved_stats import ranking_mean, score_from_merged
+from tests.server_process import serving
 from tests.web.web_helpers import HOSTILE_NAME, Uploads
 
 EVAL_LINK_RE = re.compile(r'<td(?: class="opt")?><a href="/evaluations/(eval_\w+)">')
@@ -39,7 +38,7 @@ def _store_evaluations(state: Any) -> dict[str, Any]:
     t0 = 1.7e9
     now = datetime.now(timezone.utc)
     with state.db.write() as s:
-        alice, bob = m.User(name="alice"), m.User(name="bob")
+        alice, bob = User(name="alice"), User(name="bob")
         s.add_all([alice, bob])
         s.flush()
         hostile = m.Algorithm(id="alg_hostile", user_seq=bob.seq, name=HOSTILE_NAME, writeup="javascript:alert(3)")
@@ -100,16 +99,9 @@ def _database_url(kind: str) -> Iterator[str | None]:
 
 @contextlib.contextmanager
 def _served(state: Any) -> Iterator[httpx.Client]:
-    """A client of the app on ``state``, served by uvicorn on a free loopback port in a thread."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = EmbeddedScoreboard(state.config.with_overrides(port=port), app=create_app(state=state)).start()
-    try:
-        with httpx.Client(base_url=server.url, follow_redirects=True, timeout=30) as client:
-            yield client
-    finally:
-        server.stop()
+    """A client of the app on ``state``, served from a thread of this process (tests.server_process)."""
+    with serving(state) as url, httpx.Client(base_url=url, follow_redirects=True, timeout=30) as client:
+        yield client
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
@@ -245,8 +237,8 @@ def test_users_index_counts_and_sorts(app_client: tuple[httpx.Client, dict[str, 
 def test_users_index_is_paged_like_the_leaderboards(app_client: tuple[httpx.Client, dict[str, Any]]) -> None:
     client, info = app_client
     with info["state"].db.write() as s:
-        if s.scalar(sa.select(sa.func.count()).select_from(m.User).where(m.User.name.like("pager-%"))) == 0:
-            s.add_all([m.User(name=f"pager-{i:02d}") for i in range(30)])
+        if s.scalar(sa.select(sa.func.count()).select_from(User).where(User.name.like("pager-%"))) == 0:
+            s.add_all([User(name=f"pager-{i:02d}") for i in range(30)])
     first = client.get("/users?sort=name")
     assert "page 1 of 2" in first.text and 'rel="next" href="/users?sort=name&amp;page=2"' in first.text
     second = client.get("/users?sort=name&page=2").text
@@ -388,7 +380,7 @@ def test_blobs_in_s3_are_served_from_this_origin(
         state = build_state(config)
         try:
             with state.db.write() as s:
-                user = m.User(name="s3-user")
+                user = User(name="s3-user")
                 s.add(user)
                 s.flush()
                 state.store.put_bytes("v/video.mp4", b"\x00\x00\x00\x18ftypisom" + bytes(200))

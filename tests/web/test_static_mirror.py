@@ -18,7 +18,8 @@ import httpx
 import pytest
 
 from palaestra.scoreboard.server.archive.static import NOTICE_PAGE, file_name
-from tests.scoreboard.server_helpers import free_port, wait_until
+from tests.scoreboard.server_helpers import wait_until
+from tests.server_process import free_port
 from tests.web.test_browser import COUNT_PIXELS_JS, _no_page_errors
 from tests.web.web_helpers import HOSTILE_NAME, Uploads, poll, require_vendor_assets, screenshot
 

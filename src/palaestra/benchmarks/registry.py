@@ -15,12 +15,12 @@ re-registering an id replaces the benchmark and its view instead of listing the 
 from __future__ import annotations
 
 import collections
-import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from palaestra import catalogue
 from palaestra.benchmarks.scoring import BenchmarkScorer, TaskScores, score_results
 from palaestra.errors import Error, Unregistered, UnregisteredBenchmark
 
@@ -62,7 +62,7 @@ class Task:
     @property
     def available(self) -> bool:
         """Whether ``env_id`` can be made here (registered, and its entry point imports)."""
-        return env_unavailable_reason(self.env_id) is None
+        return catalogue.unavailable_reason(self.env_id, import_probe=True) is None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,45 +73,6 @@ class Task:
             "reward_floor": self.reward_floor,
             "reward_ceiling": self.reward_ceiling,
         }
-
-
-def env_unavailable_reason(env_id: str) -> str | None:
-    """Why ``env_id`` cannot be made in this installation, or ``None`` when it can.
-
-    An id must be in Gymnasium's registry (palaestra's and ale-py's envs are registered first) and
-    its entry point must import (so Gymnasium's MuJoCo envs without ``mujoco`` are unavailable).
-    """
-    import gymnasium
-
-    from palaestra import catalogue
-
-    entry = catalogue.lookup(env_id)  # also imports the env providers (palaestra's envs, ale-py)
-    if env_id not in gymnasium.registry:
-        if env_id.startswith("Minecraft"):
-            return "not registered in this installation (a gym-minecraft environment; none exists today)"
-        if entry is not None:
-            return "not registered in this installation (a 2017 environment that is not provided here)"
-        return "not registered in this installation"
-    entry_point = gymnasium.registry[env_id].entry_point
-    if isinstance(entry_point, str):
-        return _entry_point_problem(entry_point)
-    return None
-
-
-@functools.cache
-def _entry_point_problem(entry_point: str) -> str | None:
-    from gymnasium.envs.registration import load_env_creator
-
-    try:
-        load_env_creator(entry_point)
-    except Exception as exc:  # ImportError, DependencyNotInstalled, anything a module import raises
-        return f"cannot be made here: {exc}"
-    return None
-
-
-def env_available(env_id: str) -> bool:
-    """Can ``env_id`` be made here? (See :func:`env_unavailable_reason`.)"""
-    return env_unavailable_reason(env_id) is None
 
 
 def _as_task(task: Task | Mapping[str, Any]) -> Task:
@@ -170,11 +131,11 @@ class Benchmark:
 
     def unavailable_env_ids(self) -> list[str]:
         """Env ids of this benchmark that cannot be made in this installation."""
-        return [env_id for env_id in self.env_id_order if not env_available(env_id)]
+        return [env_id for env_id in self.env_id_order if catalogue.unavailable_reason(env_id, import_probe=True) is not None]
 
     def unavailable_reasons(self) -> dict[str, str]:
         """``{env_id: why it cannot be made here}`` for this benchmark's unavailable env ids."""
-        reasons = {env_id: env_unavailable_reason(env_id) for env_id in self.env_id_order}
+        reasons = {env_id: catalogue.unavailable_reason(env_id, import_probe=True) for env_id in self.env_id_order}
         return {env_id: why for env_id, why in reasons.items() if why is not None}
 
     @property

@@ -40,8 +40,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeGuard
 
+from palaestra import catalogue
 from palaestra._version import __version__
-from palaestra.benchmarks.registry import Benchmark, benchmark_spec, env_unavailable_reason
+from palaestra.benchmarks.registry import Benchmark, benchmark_spec
 from palaestra.benchmarks.runs import trial_directory
 from palaestra.errors import DependencyNotInstalled, Error
 
@@ -477,7 +478,7 @@ def run_benchmark(
     for spec in plan_trials(bench, out, agent, seed):
         if selected is not None and spec.env_id not in selected:
             continue
-        why = report.unavailable.get(spec.env_id) or env_unavailable_reason(spec.env_id)
+        why = report.unavailable.get(spec.env_id) or catalogue.unavailable_reason(spec.env_id, import_probe=True)
         if why is not None:
             if spec.env_id not in report.unavailable:
                 logger.warning(

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from palaestra import catalogue
 from palaestra.benchmarks import normalisation
-from palaestra.benchmarks.registry import Benchmark, benchmark_spec, env_available
+from palaestra.benchmarks.registry import Benchmark, benchmark_spec
 from palaestra.benchmarks.scoring import HumanNormalised, TaskScores, benchmark_aggregate_score, score_results
 from palaestra.benchmarks.statistics import (
     DEFAULT_PROFILE_REPS,
@@ -155,7 +156,7 @@ def aggregate_benchmark_run(
     for env_id in benchmark.env_id_order:
         specs = benchmark.task_specs(env_id)
         trial_lists = aggregate["env_scores"][env_id]
-        available = env_available(env_id)
+        available = catalogue.unavailable_reason(env_id, import_probe=True) is None
         for index, task in enumerate(specs):
             trial_scores = [trial[index] for trial in trial_lists]
             tasks_out.append(

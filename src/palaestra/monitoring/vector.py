@@ -177,10 +177,14 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         returns = self._returns
         returns += result[1] if "true_reward" not in result[4] else true_rewards(result[1], result[4])
         self._steps += 1
-        # count_nonzero: a third of the cost of logical_or(...).any() (bench/vector_monitor.py).
-        if self._restarting is not None or count_nonzero(result[2]) or count_nonzero(result[3]):
-            done = self._ends(result)
-            if done is not None and self._watch_done:
+        # count_nonzero: a third of the cost of logical_or(...).any() (bench/vector_monitor.py);
+        # counted once here and handed on, since most steps of a many-env run end some episode.
+        n_terminated, n_truncated = count_nonzero(result[2]), count_nonzero(result[3])
+        if self._restarting is not None:
+            self._restart(self._restarting)
+        if n_terminated or n_truncated:
+            done = self._ends(result, n_terminated, n_truncated)
+            if self._watch_done:
                 self._after_done(done, result[0])
         return result
 
@@ -188,18 +192,15 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         """The bookkeeping of one step; returns the done mask when episodes ended, else None."""
         self._returns += result[1] if "true_reward" not in result[4] else true_rewards(result[1], result[4])
         self._steps += 1
-        return self._ends(result)
-
-    def _ends(self, result: tuple[Any, ...]) -> np.ndarray | None:
-        """Restart the sub-environments the last step reset and end the episodes that this step ended;
-        the done mask, or None when no episode ended."""
         if self._restarting is not None:
             self._restart(self._restarting)
-        terminated, truncated = result[2], result[3]
-        n_terminated, n_truncated = count_nonzero(terminated), count_nonzero(truncated)
-        if not (n_terminated or n_truncated):
-            return None
-        terminated, truncated = np.asarray(terminated), np.asarray(truncated)
+        n_terminated, n_truncated = count_nonzero(result[2]), count_nonzero(result[3])
+        return self._ends(result, n_terminated, n_truncated) if n_terminated or n_truncated else None
+
+    def _ends(self, result: tuple[Any, ...], n_terminated: np.integer[Any], n_truncated: np.integer[Any]) -> np.ndarray:
+        """End the episodes that this step ended (``n_terminated`` and ``n_truncated`` of them, not both
+        zero); the done mask."""
+        terminated, truncated = np.asarray(result[2]), np.asarray(result[3])
         if not n_truncated:
             done, truncated_flags = terminated, False
         elif not n_terminated:

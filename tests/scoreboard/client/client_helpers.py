@@ -182,14 +182,6 @@ def file_object(
     }
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def environ_without_config(tmp_path: Path, **extra: str) -> dict[str, str]:
     """``os.environ`` for a ``palaestra`` subprocess with no scoreboard configuration but ``extra``."""
     env = {k: v for k, v in os.environ.items() if k not in CONFIG_ENV_VARS}

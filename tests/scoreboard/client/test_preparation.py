@@ -173,6 +173,26 @@ def test_the_episode_batch_has_exactly_the_2017_keys(tmp_path):
     assert doc["episode_rewards"] == results["episode_rewards"]
 
 
+def test_a_vector_runs_episode_batch_adds_each_episodes_sub_environment(tmp_path):
+    envs = palaestra.Monitor(gym.make_vec("CartPole-v1", num_envs=3), tmp_path, video_callable=False)
+    envs.reset(seed=0)
+    for _ in range(60):
+        envs.step(envs.action_space.sample())
+    envs.close()
+    doc = json.loads(prepare_training_directory(tmp_path).batch or b"")
+    results = palaestra.load_results(tmp_path)
+    assert list(doc) == [
+        "data_sources",
+        "episode_lengths",
+        "episode_rewards",
+        "episode_types",
+        "initial_reset_timestamps",
+        "timestamps",
+        "env_index",
+    ]
+    assert doc["env_index"] == results["env_index"] and set(doc["env_index"]) == {0, 1, 2}
+
+
 def test_write_archive_writes_the_2017_layout(tmp_path):
     record_frozenlake_videos(tmp_path / "run", episodes=2)
     prepared = prepare_training_directory(tmp_path / "run")

@@ -30,7 +30,8 @@ from palaestra.scoreboard.client import (
     idempotency_key,
     parse_retry_after,
 )
-from tests.scoreboard.client.client_helpers import Reply, ScriptedServer, file_object, free_port
+from tests.scoreboard.client.client_helpers import Reply, ScriptedServer, file_object
+from tests.server_process import free_port
 
 
 def make_client(server: ScriptedServer | str, sleeps: list[float], **kwargs) -> ScoreboardClient:

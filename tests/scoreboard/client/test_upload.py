@@ -484,6 +484,9 @@ def test_a_cleanrl_style_vector_training_loop_uploads_and_shows_on_the_evaluatio
     assert f"<dt>Training episodes</dt><dd>{fmt_number(len(results['episode_lengths']))}</dd>" in page.text
     assert f"<dt>Training timesteps</dt><dd>{fmt_number(sum(results['episode_lengths']))}</dd>" in page.text
     assert "cleanrl-style" in page.text
+    # the scoreboard keeps which sub-environment played each episode
+    stored = httpx.get(f"{scoreboard_server.url}/evaluations/{evaluation_id}/episode_batch.json", timeout=30)
+    assert stored.json()["env_index"] == results["env_index"]
 
 
 def test_an_atari_vector_run_uploads_as_one_evaluation_whose_page_says_its_video_is_from_observations(

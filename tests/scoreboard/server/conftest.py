@@ -3,19 +3,16 @@ this process (``in_process_server``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+import contextlib
+import itertools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from palaestra.scoreboard.server import auth
-from palaestra.scoreboard.server.app import create_app
-from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
-from palaestra.scoreboard.server.state import ServerState, build_state
-from tests.scoreboard.server_helpers import ScoreboardServer, free_port
+from tests.scoreboard.server_helpers import ScoreboardServer
+from tests.server_process import InProcessServer
+from tests.server_process import in_process_server as in_process_server_at
 
 
 @pytest.fixture(scope="session")
@@ -36,26 +33,23 @@ def limited_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scorebo
     server.stop()
 
 
-@dataclass
-class InProcessServer:
-    """The scoreboard served from a thread of the test process: its code can be watched or changed."""
-
-    url: str
-    api_key: str
-    state: ServerState
-
-    def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.api_key}"}, timeout=60)
+@pytest.fixture
+def in_process_server(tmp_path: Path) -> Iterator[InProcessServer]:
+    """A SQLite + file-store scoreboard of this test's own, in this process (``EmbeddedScoreboard``),
+    on a :class:`~tests.server_process.FakeClock` (``.clock.advance(seconds)``)."""
+    with in_process_server_at(tmp_path / "scoreboard") as server:
+        yield server
 
 
 @pytest.fixture
-def in_process_server(tmp_path: Path) -> Iterator[InProcessServer]:
-    """A SQLite + file-store scoreboard of this test's own, in this process (``EmbeddedScoreboard``)."""
-    config = resolve_config(data_dir=tmp_path / "scoreboard", port=free_port(), environ={})
-    state = build_state(config)
-    server = EmbeddedScoreboard(config, app=create_app(state=state)).start()
-    try:
-        yield InProcessServer(server.url, auth.create_user(state.db, "tester")[1], state)
-    finally:
-        server.stop()
-        state.close()
+def in_process_factory(tmp_path: Path) -> Iterator[Callable[..., InProcessServer]]:
+    """``start(**environ)``: an in-process scoreboard configured by ``PALAESTRA_*`` variables (such as
+    ``PALAESTRA_UPLOAD_TTL_S="2"``), each on a FakeClock of its own; all stopped at the end of the test."""
+    numbers = itertools.count()
+    with contextlib.ExitStack() as servers:
+
+        def start(**environ: str) -> InProcessServer:
+            data_dir = tmp_path / f"in-process-{next(numbers)}"
+            return servers.enter_context(in_process_server_at(data_dir, environ))
+
+        yield start

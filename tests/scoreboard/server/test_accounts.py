@@ -9,8 +9,8 @@ import pty
 import re
 import subprocess
 import sys
-import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -20,7 +20,8 @@ from palaestra.scoreboard.server import accounts, rate_limits
 from palaestra.scoreboard.server.config import resolve_config
 from palaestra.scoreboard.server.state import open_database
 from palaestra.scoreboard.server.web import account_routes
-from tests.scoreboard.server_helpers import ScoreboardServer, error_of, form_token
+from tests.scoreboard.server_helpers import ScoreboardServer, error_of, form_token, signed_in_client
+from tests.server_process import FakeClock, InProcessServer
 
 PASSWORD = "correct horse battery"
 
@@ -157,14 +158,16 @@ def test_with_an_https_public_url_the_cookie_is_secure(scoreboard_factory: objec
     assert "secure" in form_cookie.lower() and "secure" in _set_cookie(r, "palaestra_session").lower()
 
 
-def test_a_session_expires_and_signing_out_ends_it(scoreboard_factory: object) -> None:
-    server: ScoreboardServer = scoreboard_factory(env={"PALAESTRA_SESSION_TTL_S": "2"})  # type: ignore[operator]
+def test_a_session_expires_and_signing_out_ends_it(in_process_factory: Callable[..., InProcessServer]) -> None:
+    server = in_process_factory(PALAESTRA_SESSION_TTL_S="2")
     server.create_user("brief", PASSWORD)
     with httpx.Client(base_url=server.url) as c:
         r = _sign_in(c, "brief", PASSWORD)
         assert "max-age=2" in _set_cookie(r, "palaestra_session").lower()
         assert c.get("/settings/profile").status_code == 200
-        time.sleep(2.5)
+        server.clock.advance(1.5)
+        assert c.get("/settings/profile").status_code == 200, "not expired yet"
+        server.clock.advance(1)  # the browser still sends the cookie: the server refuses it
         r = c.get("/settings/profile")
         assert r.status_code == 303 and r.headers["location"].startswith("/login")
     with httpx.Client(base_url=server.url) as c:
@@ -195,7 +198,7 @@ def test_expired_sessions_are_deleted_at_the_next_sign_in(tmp_path: object) -> N
         new = accounts.start_session(db, user, ttl_s=60)
         assert accounts.session_user(db, new) == user
         with db.read() as session:
-            from palaestra.scoreboard.server.db import WebSession
+            from palaestra.scoreboard.server.account_tables import WebSession
 
             assert session.query(WebSession).count() == 1, "the expired session row was deleted"
         accounts.set_password(db, "ada", "another long password")
@@ -230,10 +233,10 @@ def test_the_2017_hint_url_leads_through_sign_in_back_to_the_profile(scoreboard_
     assert f"{scoreboard_server.url}/settings/profile" in error_of(r, 401)["detail"]
 
 
-def test_a_key_created_on_the_profile_uploads_until_it_is_revoked_there(scoreboard_server: ScoreboardServer) -> None:
-    name = _name()
-    scoreboard_server.create_user(name, PASSWORD)
-    with scoreboard_server.signed_in_client(name, PASSWORD) as c:
+def test_a_key_created_on_the_profile_uploads_until_it_is_revoked_there(in_process_server: InProcessServer) -> None:
+    name, server = _name(), in_process_server
+    server.create_user(name, PASSWORD)
+    with signed_in_client(server.url, name, PASSWORD) as c:
         token = form_token(c.get("/settings/profile").text)
         page = c.post("/settings/profile/keys", data={"csrf_token": token})
         assert page.status_code == 200 and page.headers["cache-control"] == "no-store"
@@ -243,13 +246,12 @@ def test_a_key_created_on_the_profile_uploads_until_it_is_revoked_there(scoreboa
         assert key_id
         assert key.group(1) not in c.get("/settings/profile").text, "and not again"
         api = {"Authorization": f"Bearer {key.group(1)}"}
-        assert httpx.post(f"{scoreboard_server.url}/v1/files", json={"purpose": "episode_batch"},
-                          headers=api).status_code == 201
+        assert httpx.post(f"{server.url}/v1/files", json={"purpose": "episode_batch"}, headers=api).status_code == 201
         r = c.post(f"/settings/profile/keys/{key_id.group(1)}/revoke", data={"csrf_token": token})
         assert r.status_code == 303
         assert re.search(rf'id="key-{key_id.group(1)}" class="revoked"', c.get("/settings/profile").text)
-        time.sleep(1.1)  # the server's one-second key cache
-        error_of(httpx.post(f"{scoreboard_server.url}/v1/files", json={"purpose": "episode_batch"}, headers=api), 401)
+        # this server forgets the key at once (the others on its database when their key cache expires)
+        error_of(httpx.post(f"{server.url}/v1/files", json={"purpose": "episode_batch"}, headers=api), 401)
 
 
 def test_a_user_cannot_revoke_another_users_key(scoreboard_server: ScoreboardServer) -> None:
@@ -377,13 +379,14 @@ def test_failed_sign_ins_are_counted_in_the_database_per_window(tmp_path: Path) 
     """Every server process on one database sees the same count; a success clears it; a new window forgets."""
     db = open_database(resolve_config(data_dir=tmp_path, environ={}), migrate_now=True)
     try:
-        rate_limits.note_failed_sign_in(db, "Ada", window_s=1)
-        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=1) == 0
-        rate_limits.note_failed_sign_in(db, "ada", window_s=1)
-        wait = rate_limits.sign_in_wait(db, "ADA", limit=2, window_s=1)
-        assert 0 < wait <= 1
-        time.sleep(wait + 0.05)
-        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=1) == 0, "a new window forgets"
+        clock = FakeClock()
+        rate_limits.note_failed_sign_in(db, "Ada", window_s=60, clock=clock)
+        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=60, clock=clock) == 0
+        rate_limits.note_failed_sign_in(db, "ada", window_s=60, clock=clock)
+        wait = rate_limits.sign_in_wait(db, "ADA", limit=2, window_s=60, clock=clock)
+        assert 0 < wait <= 60
+        clock.advance(wait)
+        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=60, clock=clock) == 0, "a new window forgets"
         rate_limits.note_failed_sign_in(db, "ada", window_s=3600)
         rate_limits.clear_failed_sign_ins(db, "ada")
         rate_limits.note_failed_sign_in(db, "ada", window_s=3600)

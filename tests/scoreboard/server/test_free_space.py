@@ -87,7 +87,7 @@ def test_the_embedded_scoreboard_on_a_disk_without_room_says_why_it_cannot_start
 
     from palaestra.scoreboard.server.config import resolve_config
     from palaestra.scoreboard.server.embedded import EmbeddedScoreboard, ScoreboardStartError
-    from tests.scoreboard.server_helpers import free_port
+    from tests.server_process import free_port
 
     with small_disk(tmp_path / "blobs", size="2m") as disk:  # `palaestra demo` on a nearly full disk
         config = resolve_config(data_dir=tmp_path / "data", storage=str(disk), port=free_port(), environ={})

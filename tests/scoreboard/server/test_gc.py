@@ -18,8 +18,10 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.db import Database, FileRecord, utcnow
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.faults import PAUSE_ENV
+from palaestra.scoreboard.server.service_tables import FileRecord
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,
@@ -174,7 +176,7 @@ def test_s3_gc_removes_what_a_second_post_of_the_presigned_form_left(
 
 def test_gc_that_cannot_reach_its_database_says_so_in_one_line_with_exit_code_3(tmp_path: Path) -> None:
     from palaestra.cli import exits
-    from tests.scoreboard.server_helpers import free_port
+    from tests.server_process import free_port
 
     result = subprocess.run(
         [sys.executable, "-m", "palaestra", "server", "gc", "--data-dir", str(tmp_path),

@@ -15,8 +15,10 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.config import DEFAULT_UNUSED_FILE_TTL_S, resolve_config
-from palaestra.scoreboard.server.db import Database, FileRecord, RateCounter, utcnow
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.rate_limits import STALE_COUNTER_S
+from palaestra.scoreboard.server.service_tables import FileRecord, RateCounter
 from tests.scoreboard.server.test_gc import blobs, evaluation_is_whole, gc
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,

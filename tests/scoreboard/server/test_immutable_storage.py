@@ -13,7 +13,8 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.db import Database, Evaluation
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.storage import BlobStore, open_store
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,

@@ -7,26 +7,27 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import sqlite3
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server import signing
 from tests.scoreboard.server_helpers import (
+    ScoreboardServer,
     create_file,
     error_of,
-    free_port,
     make_batch,
     post_upload,
     upload_evaluation,
     video_archive,
 )
+from tests.server_process import ServerProcess, free_port
 
 BATCH = json.dumps(make_batch(5)).encode()
 
@@ -91,18 +92,21 @@ def test_a_secret_an_older_palaestra_kept_in_the_database_is_moved_out_on_first_
 
 
 @pytest.mark.slow
-def test_rotation_keeps_forms_in_flight_and_stored_evaluations_valid(fresh_scoreboard_server):
-    server = fresh_scoreboard_server
+def test_rotation_keeps_forms_in_flight_and_stored_evaluations_valid(in_process_server):
+    server, data_dir = in_process_server, in_process_server.state.config.data_dir
     with server.client() as c:
         evaluation = upload_evaluation(c)
         before = create_file(c, "episode_batch")  # handed out, not yet used
-    old_secret = current_secret(server.data_dir)
+    old_secret = current_secret(data_dir)
 
-    rotated = server.palaestra("server", "rotate-secret")
+    rotated = subprocess.run(
+        [sys.executable, "-m", "palaestra", "server", "rotate-secret", "--data-dir", str(data_dir)],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PALAESTRA_DATABASE_URL": ""},
+    )
     assert "Rotated the upload-signing secret" in rotated.stdout and "stay valid until" in rotated.stdout
-    assert current_secret(server.data_dir) != old_secret
-    assert mode(server.data_dir / "upload-secret.json") == 0o600
-    time.sleep(1.2)  # running servers look at the file once a second
+    assert current_secret(data_dir) != old_secret
+    assert mode(data_dir / "upload-secret.json") == 0o600
+    server.clock.advance(signing.RELOAD_CHECK_S)  # running servers look at the file this often
 
     with server.client() as c:
         after = create_file(c, "episode_batch")
@@ -113,10 +117,15 @@ def test_rotation_keeps_forms_in_flight_and_stored_evaluations_valid(fresh_score
         forged = create_file(c, "episode_batch")
     forged["post_fields"]["signature"] = "0" * 64
     error_of(post_upload(forged, BATCH), 401)
-    server.restart()  # a new process reads the rotated secret, and its fingerprint matches
-    with server.client() as c:
+    # a new process reads the rotated secret, and its fingerprint matches
+    peer = ScoreboardServer(data_dir)
+    peer.api_key = server.api_key
+    with peer.start().client() as c:
         f = create_file(c, "episode_batch")
-    assert post_upload(f, BATCH).status_code == 204
+    try:
+        assert post_upload(f, BATCH).status_code == 204
+    finally:
+        peer.stop()
 
 
 def test_a_server_whose_secret_differs_from_its_peers_on_the_database_refuses_to_start(
@@ -142,24 +151,5 @@ def test_a_server_whose_secret_differs_from_its_peers_on_the_database_refuses_to
     assert "PALAESTRA_UPLOAD_SECRET_FILE" in line
     # the same file makes it a peer
     env["PALAESTRA_UPLOAD_SECRET_FILE"] = str(peer.data_dir / "upload-secret.json")
-    with httpx.Client(timeout=5) as http:
-        port = free_port()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "palaestra", "server", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            for _ in range(600):
-                try:
-                    if http.get(f"http://127.0.0.1:{port}/v1/health").status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    assert proc.poll() is None
-                time.sleep(0.1)
-            else:
-                raise AssertionError("the peer did not start")
-        finally:
-            proc.terminate()
-            proc.wait(60)
+    with ServerProcess(env=env, log_path=tmp_path / "peer.log"):
+        pass  # it served /v1/health from its own socket

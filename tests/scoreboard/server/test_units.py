@@ -13,7 +13,7 @@ from palaestra.errors import ConfigurationError
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server import migrate
 from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.db import Base
+from palaestra.scoreboard.server.db_base import Base
 from palaestra.scoreboard.server.storage import FileStore, S3Store, check_key, open_store
 
 
@@ -26,6 +26,7 @@ def test_episode_batch_validation_names_the_field() -> None:
         "episode_types": {**good, "episode_types": ["t", "train"]},
         "timestamps": {**good, "timestamps": [1.0, float("inf")]},
         "data_sources": {**good, "data_sources": [0, 1], "initial_reset_timestamps": [0.0]},
+        "env_index": {**good, "env_index": [0, 1, 2]},
     }
     for field, doc in cases.items():
         with pytest.raises(protocol.EpisodeBatchError) as info:
@@ -35,6 +36,17 @@ def test_episode_batch_validation_names_the_field() -> None:
         protocol.parse_episode_batch(json.dumps(good), max_bytes=10)
     with pytest.raises(protocol.EpisodeBatchError, match="not valid JSON"):
         protocol.parse_episode_batch(b"{")
+
+
+def test_an_episode_batch_carries_each_episodes_sub_environment_when_the_client_sends_it() -> None:
+    old_client = {"episode_lengths": [1, 2], "episode_rewards": [0.5, 1.0], "timestamps": [1.0, 2.0]}
+    assert "env_index" not in protocol.parse_episode_batch(json.dumps(old_client)).enriched("X")
+    vector_run = {**old_client, "env_index": [3, 0]}
+    assert protocol.parse_episode_batch(json.dumps(vector_run)).enriched("X")["env_index"] == [3, 0]
+    with pytest.raises(protocol.EpisodeBatchError, match="env_index has 1 entries but episode_lengths has 2"):
+        protocol.parse_episode_batch(json.dumps({**old_client, "env_index": [0]}))
+    with pytest.raises(protocol.EpisodeBatchError, match="env_index"):
+        protocol.parse_episode_batch(json.dumps({**old_client, "env_index": [0, -1]}))
 
 
 def test_wire_models_match_the_2017_shapes() -> None:
@@ -129,7 +141,8 @@ def test_sqlite_writers_of_two_databases_queue_on_the_lock_file(tmp_path: Path) 
     """Two Database objects on one file stand for two server processes: every write lands."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from palaestra.scoreboard.server.db import Database, ServerSetting
+    from palaestra.scoreboard.server.database import Database
+    from palaestra.scoreboard.server.service_tables import ServerSetting
     from palaestra.scoreboard.server.state import migrate_database
 
     config = resolve_config(environ={"PALAESTRA_DATA_DIR": str(tmp_path)})
@@ -188,13 +201,9 @@ def test_statements_run_at_commit(backend: str, tmp_path: Path, request: pytest.
     from concurrent.futures import ThreadPoolExecutor
     from datetime import datetime, timezone
 
-    from palaestra.scoreboard.server.db import (
-        Database,
-        EnvStats,
-        ServerSetting,
-        execute_at_commit,
-        upsert_env_stats,
-    )
+    from palaestra.scoreboard.server.database import Database, execute_at_commit
+    from palaestra.scoreboard.server.db import EnvStats, upsert_env_stats
+    from palaestra.scoreboard.server.service_tables import ServerSetting
     from palaestra.scoreboard.server.state import migrate_database
 
     url = request.getfixturevalue("postgres_url") if backend == "postgres" else None

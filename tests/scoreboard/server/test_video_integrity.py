@@ -12,7 +12,8 @@ import httpx
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.db import Database, Evaluation
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import Evaluation
 from tests.scoreboard.server_helpers import ScoreboardServer, make_mp4, upload_evaluation, video_archive
 
 

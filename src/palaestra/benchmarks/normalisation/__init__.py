@@ -184,7 +184,7 @@ def env_ids(game: str) -> list[str]:
     """The ids of ``game`` that :func:`game_of` maps back to it: ale-py's ``ALE/{Name}-v5`` first,
     then the 2017 family (``{Name}NoFrameskip-v4``, ``{Name}-v4``, ``{Name}Deterministic-v4``, their
     ``-v0`` and ``-ram`` twins). Which of them exist depends on ale-py and the game (Surround has
-    only its ``v5`` id; :func:`palaestra.benchmarks.registry.env_available` says)."""
+    only its ``v5`` id; :func:`palaestra.catalogue.unavailable_reason` says)."""
     name = game_name(game)
     out = [f"ALE/{name}-v5"]
     for version in ("v4", "v0"):

@@ -18,7 +18,6 @@ from typing import Any
 import gymnasium
 from gymnasium.envs.registration import load_env_creator
 
-from palaestra.envs import engines
 from palaestra.envs.legacy.table import Env2017
 from palaestra.errors import DependencyNotInstalled, Error, RetiredEnv
 
@@ -33,23 +32,22 @@ def __getattr__(name: str) -> Any:
 
 
 def creator(entry: Env2017) -> Any:
-    """The class (or factory) that makes ``entry``'s id today; raises why when there is none."""
-    if entry.unavailable:
-        raise RetiredEnv(entry.unavailable)
-    if entry.requires and (problem := engines.missing(entry.requires, entry.id)):
-        raise DependencyNotInstalled(problem)
+    """The class (or factory) that makes ``entry``'s id today; raises why when there is none, in the
+    catalogue's words (:func:`palaestra.catalogue.unavailable_reason`, the one answer)."""
+    from palaestra import catalogue
+
+    reason = catalogue.unavailable_reason(entry.id, import_probe=True)
+    if reason is not None:
+        raise _error_kind(entry)(reason)
     assert entry.successor is not None
-    spec = gymnasium.registry.get(entry.successor)
-    if spec is None:
-        raise Error(
-            f"{entry.id} is made by Gymnasium's {entry.successor}, which this Gymnasium ({gymnasium.__version__}) "
-            "does not register: pip install --upgrade gymnasium"
-        )
-    if not isinstance(spec.entry_point, str):
-        return spec.entry_point
-    try:
-        return load_env_creator(spec.entry_point)
-    except (ImportError, gymnasium.error.DependencyNotInstalled) as exc:
-        extra = engines.extra_for(spec.entry_point)
-        fix = f" ({engines.install_hint(extra)})" if extra else ""
-        raise DependencyNotInstalled(f"{entry.id} cannot be made here{fix}: {exc}") from exc
+    spec = gymnasium.registry[entry.successor]
+    return spec.entry_point if not isinstance(spec.entry_point, str) else load_env_creator(spec.entry_point)
+
+
+def _error_kind(entry: Env2017) -> type[Error]:
+    """Which error says why ``entry`` cannot be made (the module docstring's three cases)."""
+    if entry.unavailable:
+        return RetiredEnv
+    if entry.successor is not None and entry.successor not in gymnasium.registry:
+        return Error
+    return DependencyNotInstalled

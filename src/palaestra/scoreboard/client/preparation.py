@@ -41,6 +41,7 @@ from palaestra.monitoring.results import load_env_info_from_manifests, load_resu
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.keys import idempotency_key, sha256_file
 from palaestra.scoreboard.client.transport import short_error
+from palaestra.scoreboard.provenance_wire import Provenance
 
 __all__ = [
     "PreparedDirectory",
@@ -71,7 +72,7 @@ class PreparedDirectory:
     videos: list[tuple[str, str]] = field(default_factory=list)
     episodes: int = 0
     #: what ran, as the server will get it (None: not recorded, or not sent)
-    provenance: protocol.Provenance | None = None
+    provenance: Provenance | None = None
 
     @property
     def env_id(self) -> str:
@@ -107,7 +108,9 @@ def check_open_monitors() -> None:
 
 
 def episode_batch_document(results: Any, training_dir: str) -> dict[str, Any]:
-    """The episode-batch document (exactly the 2017 keys), validated with the protocol's schema."""
+    """The episode-batch document, validated with the protocol's schema: exactly the 2017 keys, plus
+    ``env_index`` where the run's episodes came from more than one sub-environment of a vector env
+    (the scoreboard keeps it; a run all of sub-environment 0 sends what a 2017 client sent)."""
     doc = {
         "data_sources": results["data_sources"],
         "episode_lengths": results["episode_lengths"],
@@ -116,6 +119,8 @@ def episode_batch_document(results: Any, training_dir: str) -> dict[str, Any]:
         "initial_reset_timestamps": results["initial_reset_timestamps"],
         "timestamps": results["timestamps"],
     }
+    if any(results.get("env_index") or ()):
+        doc["env_index"] = results["env_index"]
     try:
         protocol.parse_episode_batch(doc)
     except protocol.EpisodeBatchError as e:
@@ -176,14 +181,14 @@ def subsample_videos(
     return [videos[i] for i in indices]
 
 
-def checked_provenance(directory: str) -> protocol.Provenance | None:
+def checked_provenance(directory: str) -> Provenance | None:
     """The directory's provenance as the protocol's schema reads it; None (with a warning naming the
     field) when it does not pass, or when no Monitor recorded one."""
     document = load_provenance(directory)
     if document is None:
         return None
     try:
-        return protocol.Provenance.model_validate(document)
+        return Provenance.model_validate(document)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "(the document)"

@@ -28,7 +28,9 @@ from typing import Any, cast
 import sqlalchemy as sa
 
 from palaestra.errors import ConfigurationError
-from palaestra.scoreboard.server.db import Database, Invite, User, WebSession, utcnow
+from palaestra.scoreboard.server.account_tables import Invite, User, WebSession
+from palaestra.scoreboard.server.clock import SYSTEM_CLOCK, Clock
+from palaestra.scoreboard.server.database import Database
 
 __all__ = [
     "MIN_PASSWORD_LENGTH",
@@ -129,11 +131,11 @@ def authenticate(db: Database, name: str, password: str) -> SignedIn | None:
 # -- sessions ------------------------------------------------------------------------------------------
 
 
-def start_session(db: Database, user: SignedIn, ttl_s: int) -> str:
+def start_session(db: Database, user: SignedIn, ttl_s: int, clock: Clock = SYSTEM_CLOCK) -> str:
     """Sign ``user`` in for ``ttl_s`` seconds; returns the cookie's token. Expired sessions are
     deleted on the way (sign-ins are rare enough to carry the clean-up)."""
     token = secrets.token_urlsafe(32)
-    now = utcnow()
+    now = clock.now()
     with db.write() as session:
         session.execute(sa.delete(WebSession).where(WebSession.expires <= now))
         session.add(
@@ -154,11 +156,11 @@ _SESSION_LOOKUP = (
 )
 
 
-def session_user(db: Database, token: str) -> SignedIn | None:
+def session_user(db: Database, token: str, clock: Clock = SYSTEM_CLOCK) -> SignedIn | None:
     """The user signed in with the cookie ``token``, or None (unknown, signed out or expired)."""
     with db.read() as session:
         row = session.execute(_SESSION_LOOKUP, {"token_hash": _token_hash(token)}).first()
-    if row is None or row.expires <= utcnow():
+    if row is None or row.expires <= clock.now():
         return None
     return SignedIn(row.seq, row.name)
 
@@ -171,10 +173,10 @@ def end_session(db: Database, token: str) -> None:
 # -- invites ---------------------------------------------------------------------------------------------
 
 
-def create_invite(db: Database, name: str, ttl_s: int) -> str:
+def create_invite(db: Database, name: str, ttl_s: int, clock: Clock = SYSTEM_CLOCK) -> str:
     """A one-time token with which user ``name`` sets a password within ``ttl_s`` seconds."""
     token = secrets.token_urlsafe(32)
-    now = utcnow()
+    now = clock.now()
     with db.write() as session:
         user_seq = session.scalar(sa.select(User.seq).where(User.name == name))
         if user_seq is None:
@@ -197,19 +199,19 @@ _INVITE_LOOKUP = (
 )
 
 
-def invited_user(db: Database, token: str) -> SignedIn | None:
+def invited_user(db: Database, token: str, clock: Clock = SYSTEM_CLOCK) -> SignedIn | None:
     """The user an unused, unexpired invite ``token`` is for, else None."""
     with db.read() as session:
         row = session.execute(_INVITE_LOOKUP, {"token_hash": _token_hash(token)}).first()
-    if row is None or row.used is not None or row.expires <= utcnow():
+    if row is None or row.used is not None or row.expires <= clock.now():
         return None
     return SignedIn(row.seq, row.name)
 
 
-def accept_invite(db: Database, token: str, password: str) -> SignedIn | None:
+def accept_invite(db: Database, token: str, password: str, clock: Clock = SYSTEM_CLOCK) -> SignedIn | None:
     """Set the invited user's password and use the invite up; None if it is no longer valid."""
     password_hash = _hash_password(password)
-    now = utcnow()
+    now = clock.now()
     with db.write() as session:
         # the UPDATE claims the invite: of two uses at once, one finds it used
         claim = sa.update(Invite).where(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import secrets
 import threading
-import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,7 +19,9 @@ from sqlalchemy.orm import Session
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import rate_limits
-from palaestra.scoreboard.server.db import ApiKey, Database, User, utcnow
+from palaestra.scoreboard.server.account_tables import ApiKey, User
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.deps import get_state, run_blocking, state_of
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.problems import Problem
@@ -198,7 +199,7 @@ def _cached_principal(state: ServerState, key: str) -> Principal | None:
     """The principal of ``key`` if it was looked up less than ``AUTH_CACHE_S`` ago, else None."""
     with _auth_lock:
         hit = _auth_cache.get(f"{id(state)}:{hash_key(key)}")
-    if hit is not None and hit[1] > time.monotonic():
+    if hit is not None and hit[1] > state.clock.monotonic():
         return hit[0]
     return None
 
@@ -206,7 +207,7 @@ def _cached_principal(state: ServerState, key: str) -> Principal | None:
 def _lookup_and_cache(state: ServerState, key: str) -> Principal | None:
     """Look ``key`` up in the database (blocking) and remember a valid one for ``AUTH_CACHE_S``."""
     cache_key = f"{id(state)}:{hash_key(key)}"
-    now = time.monotonic()
+    now = state.clock.monotonic()
     with state.db.read() as session:
         principal = lookup_key(session, key)
     with _auth_lock:
@@ -217,6 +218,15 @@ def _lookup_and_cache(state: ServerState, key: str) -> Principal | None:
                 _auth_cache.clear()
             _auth_cache[cache_key] = (principal, now + AUTH_CACHE_S)
     return principal
+
+
+def forget_key(state: ServerState, key_id: str) -> None:
+    """Drop ``key_id`` from this server's key cache: a key revoked here stops working at once (on the
+    other servers of the database, within :data:`AUTH_CACHE_S`)."""
+    prefix = f"{id(state)}:"
+    with _auth_lock:
+        for cache_key in [k for k, (p, _) in _auth_cache.items() if k.startswith(prefix) and p.key_id == key_id]:
+            del _auth_cache[cache_key]
 
 
 async def require_user(request: Request, state: ServerState = Depends(get_state)) -> Principal:

@@ -29,7 +29,8 @@ from palaestra.benchmarks import Benchmark, registry
 from palaestra.benchmarks.runs import aggregate_benchmark_run, run_statistics
 from palaestra.benchmarks.scoring import TaskScores
 from palaestra.scoreboard.server.archive import scorelog
-from palaestra.scoreboard.server.db import BenchmarkRun, Database, Evaluation
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.state import ServerState
 
 logger = logging.getLogger("palaestra.scoreboard.benchmarks")

@@ -21,7 +21,7 @@ from typing import Any
 from palaestra import catalogue, solved_stats
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server import benchmarking
-from palaestra.scoreboard.server.db import RawJSON
+from palaestra.scoreboard.server.db_base import RawJSON
 
 __all__ = ["EvaluationScoring", "curves_of", "derive_evaluation", "score_batch", "warm_up"]
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -32,15 +31,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server.db import (
-    Database,
-    Evaluation,
-    FileRecord,
-    IdempotencyKey,
-    RateCounter,
-    utcnow,
-)
+from palaestra.scoreboard.server.clock import SYSTEM_CLOCK, Clock
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.rate_limits import STALE_COUNTER_S
+from palaestra.scoreboard.server.service_tables import FileRecord, IdempotencyKey, RateCounter
 from palaestra.scoreboard.server.storage import BlobStore
 
 __all__ = ["GcReport", "PeriodicGc", "collect", "referenced_keys"]
@@ -88,20 +83,21 @@ def collect(
     idempotency_ttl_s: float,
     unused_file_ttl_s: float = 0,
     dry_run: bool = False,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> GcReport:
     """Remove (or count, ``dry_run``) what nothing references; see the module's docstring."""
     report = GcReport(dry_run=dry_run)
-    now = utcnow()
+    now = clock.now()
     expired_before = now - timedelta(seconds=grace_s)
     report.expired_pending_files = _expire(db, _FILES, _expired_pending(expired_before), dry_run)
     ttl_before = now - timedelta(seconds=idempotency_ttl_s)
     report.expired_idempotency_keys = _expire(db, _KEYS, IdempotencyKey.created < ttl_before, dry_run)
-    ended = RateCounter.window_start < int(time.time() - STALE_COUNTER_S)
+    ended = RateCounter.window_start < int(clock.time() - STALE_COUNTER_S)
     report.ended_rate_counters = _expire(db, RateCounter.__table__, ended, dry_run)
     if unused_file_ttl_s > 0:
         unused_before = now - timedelta(seconds=unused_file_ttl_s)
         report.unused_files = _expire(db, _FILES, _unused_uploaded(unused_before), dry_run)
-    cutoff = time.time() - grace_s
+    cutoff = clock.time() - grace_s
     blobs = [b for b in store.list_blobs() if b.modified < cutoff]  # listed before the rows are read
     referenced = referenced_keys(db)
     for blob in blobs:

@@ -1,4 +1,4 @@
-"""The ladders' tables (migration ``0006_ladder``), on :mod:`.db`'s ``Base``:
+"""The ladders' tables (migration ``0006_ladder``), on :mod:`.db_base`'s ``Base``:
 
 - ``ladder_matches``: an accepted match upload (its ladder, its uploader, its digest: one match per upload);
 - ``ladder_games``: its games, checked by replay, with their record's text (a few kB: kept in the row);
@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from palaestra.scoreboard.server.db import Base, utcnow
+from palaestra.scoreboard.server.db_base import Base, utcnow
 
 __all__ = ["LadderGame", "LadderMatch", "LadderRating"]
 

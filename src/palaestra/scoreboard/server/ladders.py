@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from palaestra.ladder.ratings import DEFAULT_ANCHORS, rate
 from palaestra.scoreboard import ladder_protocol as lp
 from palaestra.scoreboard.protocol import API_PREFIX
-from palaestra.scoreboard.server.db import User
+from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.ladder_checks import CheckedMatch
 from palaestra.scoreboard.server.ladder_db import LadderGame, LadderMatch, LadderRating

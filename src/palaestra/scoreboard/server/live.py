@@ -33,11 +33,13 @@ from palaestra.scoreboard.live_protocol import (
     LiveEvaluationObject,
     live_web_path,
 )
+from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db import FileRecord, User, utcnow
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.live_tables import LiveChunkRecord, LiveEvaluation, LiveSource
 from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.service_tables import FileRecord
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import sha256_of
 

@@ -18,7 +18,8 @@ from fastapi import Request, Response
 from sqlalchemy.orm import Mapped, mapped_column
 
 from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db import Base, Evaluation, utcnow
+from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.db_base import Base, utcnow
 from palaestra.scoreboard.server.records import evaluation_record, evaluation_select
 from palaestra.scoreboard.server.state import ServerState
 

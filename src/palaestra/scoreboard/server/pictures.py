@@ -26,7 +26,8 @@ import numpy as np
 import sqlalchemy as sa
 
 from palaestra.monitoring.video import ffmpeg_binary, image_layout
-from palaestra.scoreboard.server.db import Database, Evaluation
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.records import StoredVideo, stored_videos
 from palaestra.scoreboard.server.storage import BlobStore
 from palaestra.scoreboard.server.video_integrity import file_sha256

@@ -17,14 +17,15 @@ The defaults (:mod:`.config`) are far above what a user uploading by hand or a b
 from __future__ import annotations
 
 import math
-import time
 from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server.db import Database, FileRecord, RateCounter, utcnow
+from palaestra.scoreboard.server.clock import SYSTEM_CLOCK, Clock
+from palaestra.scoreboard.server.database import Database
 from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.service_tables import FileRecord, RateCounter
 from palaestra.scoreboard.server.state import ServerState
 
 __all__ = [
@@ -82,7 +83,7 @@ def check_new_file(state: ServerState, user_seq: int) -> None:
     config = state.config
     if config.uploads_per_hour <= 0 and config.max_pending_files <= 0:
         return
-    now = utcnow()
+    now = state.clock.now()
     with state.db.connect() as conn:
         if config.uploads_per_hour > 0:
             since = now - timedelta(seconds=UPLOAD_WINDOW_S)
@@ -119,7 +120,7 @@ def note_invalid_key(state: ServerState, address: str) -> None:
     limit = state.config.invalid_keys_per_window
     if limit <= 0 or state.config.read_only:  # an archive writes no counter (and stores nothing to guard)
         return
-    hits, wait = count_hit(state.db, f"invalid_key:{address}", INVALID_KEY_WINDOW_S)
+    hits, wait = count_hit(state.db, f"invalid_key:{address}", INVALID_KEY_WINDOW_S, state.clock)
     if hits > limit:
         raise too_many(
             f"Too many requests with an invalid API key from {address}: this server allows {limit} per "
@@ -134,10 +135,14 @@ def _sign_in_bucket(name: str) -> str:
 
 
 def sign_in_wait(
-    db: Database, name: str, limit: int = MAX_FAILED_SIGN_INS, window_s: int = FAILED_SIGN_IN_WINDOW_S
+    db: Database,
+    name: str,
+    limit: int = MAX_FAILED_SIGN_INS,
+    window_s: int = FAILED_SIGN_IN_WINDOW_S,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> float:
     """0 if ``name`` may try to sign in now, else the seconds until its window of failures ends."""
-    now = time.time()
+    now = clock.time()
     start = int(now // window_s * window_s)
     with db.connect() as conn:
         hits = conn.execute(
@@ -148,9 +153,11 @@ def sign_in_wait(
     return start + window_s - now if hits is not None and hits >= limit else 0.0
 
 
-def note_failed_sign_in(db: Database, name: str, window_s: int = FAILED_SIGN_IN_WINDOW_S) -> None:
+def note_failed_sign_in(
+    db: Database, name: str, window_s: int = FAILED_SIGN_IN_WINDOW_S, clock: Clock = SYSTEM_CLOCK
+) -> None:
     """Count a failed sign-in as ``name``."""
-    count_hit(db, _sign_in_bucket(name), window_s)
+    count_hit(db, _sign_in_bucket(name), window_s, clock)
 
 
 def clear_failed_sign_ins(db: Database, name: str) -> None:
@@ -159,12 +166,12 @@ def clear_failed_sign_ins(db: Database, name: str) -> None:
         session.execute(sa.delete(_COUNTERS).where(_COUNTERS.c.bucket == _sign_in_bucket(name)))
 
 
-def count_hit(db: Database, bucket: str, window_s: int) -> tuple[int, float]:
+def count_hit(db: Database, bucket: str, window_s: int, clock: Clock = SYSTEM_CLOCK) -> tuple[int, float]:
     """Add one hit to ``bucket`` in the current fixed window; ``(hits in the window so far, seconds
     until the window ends)``. The bucket's windows that ended are deleted on the way (through the
     primary key: the buckets' windows differ in length, so only the bucket knows which ended); gc
     removes the counters of buckets that never came back (:data:`STALE_COUNTER_S`)."""
-    now = time.time()
+    now = clock.time()
     start = int(now // window_s * window_s)
     upsert = _counter_upsert(db.engine.dialect.name)
     with db.write() as session:

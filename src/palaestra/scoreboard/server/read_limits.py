@@ -40,7 +40,7 @@ async def limit_anonymous_reads(request: Request) -> None:
     if limit <= 0 or state.config.read_only or await _identified(request, state):
         return
     address = request.client.host if request.client else "unknown"
-    hits, wait = await run_blocking(state, count_hit, state.db, f"read:{address}", READ_WINDOW_S)
+    hits, wait = await run_blocking(state, count_hit, state.db, f"read:{address}", READ_WINDOW_S, state.clock)
     if hits > limit:
         raise too_many(
             f"Too many requests from {address}: this server answers {limit} requests a minute from one "

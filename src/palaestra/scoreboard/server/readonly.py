@@ -27,7 +27,7 @@ from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server import migrate
 
 if TYPE_CHECKING:
-    from palaestra.scoreboard.server.db import Database
+    from palaestra.scoreboard.server.database import Database
     from palaestra.scoreboard.server.storage import BlobStore
 
 __all__ = [

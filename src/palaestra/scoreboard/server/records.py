@@ -32,8 +32,10 @@ from palaestra import catalogue
 from palaestra.benchmarks import normalisation
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.conditions import derive_conditions
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User, sorted_keys
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.db_base import sorted_keys
 
 __all__ = [
     "SCORE_FIELDS",

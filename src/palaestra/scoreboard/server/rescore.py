@@ -24,7 +24,9 @@ import sqlalchemy as sa
 from palaestra.scoreboard.protocol import EpisodeBatch
 from palaestra.scoreboard.server import benchmarking
 from palaestra.scoreboard.server.archive.scorelog import record_document
-from palaestra.scoreboard.server.db import BenchmarkRun, Database, Evaluation, JSONType
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.db_base import JSONType
 from palaestra.scoreboard.server.evaluation_scoring import curves_of, derive_evaluation
 from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore

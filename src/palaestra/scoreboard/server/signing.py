@@ -33,8 +33,10 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from palaestra.errors import ConfigurationError
+from palaestra.scoreboard.server.clock import SYSTEM_CLOCK, Clock
 from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.db import Database, ServerSetting
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.service_tables import ServerSetting
 
 __all__ = ["SECRET_FILE_NAME", "SigningKeys", "UploadSecret", "open_secret", "rotate", "secret_path"]
 
@@ -76,16 +78,17 @@ def _signature(secret: bytes, file_id: str, expires: int, max_bytes: int) -> str
 class UploadSecret:
     """The signing keys in ``path``, re-read when the file changes."""
 
-    def __init__(self, path: Path, keys: SigningKeys) -> None:
+    def __init__(self, path: Path, keys: SigningKeys, clock: Clock = SYSTEM_CLOCK) -> None:
         self.path = path
         self._keys = keys
         self._stamp = _stamp(path)
-        self._checked = time.monotonic()
+        self._clock = clock
+        self._checked = clock.monotonic()
         self._lock = threading.Lock()
 
     @property
     def keys(self) -> SigningKeys:
-        now = time.monotonic()
+        now = self._clock.monotonic()
         if now - self._checked >= RELOAD_CHECK_S:
             with self._lock:
                 self._checked = now
@@ -103,7 +106,7 @@ class UploadSecret:
         """The current secret and, until it retires, the previous one."""
         keys = self.keys
         candidates = [keys.current]
-        if keys.previous is not None and time.time() < keys.previous_until:
+        if keys.previous is not None and self._clock.time() < keys.previous_until:
             candidates.append(keys.previous)
         return candidates
 
@@ -169,7 +172,7 @@ def _write_keys(path: Path, keys: SigningKeys, *, exclusive: bool) -> bool:
             os.unlink(tmp)
 
 
-def open_secret(config: ServerConfig, db: Database) -> UploadSecret:
+def open_secret(config: ServerConfig, db: Database, clock: Clock = SYSTEM_CLOCK) -> UploadSecret:
     """The secret of a starting server: its file, else the one an older palaestra kept in the database
     (moved into the file), else a new one; checked against the fingerprint its peers registered."""
     path = secret_path(config)
@@ -185,7 +188,7 @@ def open_secret(config: ServerConfig, db: Database) -> UploadSecret:
         with db.write() as session:
             session.execute(sa.delete(ServerSetting).where(ServerSetting.key == LEGACY_SETTING))
     _check_fingerprint(db, keys.current, path)
-    return UploadSecret(path, keys)
+    return UploadSecret(path, keys, clock)
 
 
 def _check_fingerprint(db: Database, secret: bytes, path: Path) -> None:

@@ -10,8 +10,10 @@ import sqlalchemy as sa
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server import migrate
 from palaestra.scoreboard.server.background import BackgroundJobs
+from palaestra.scoreboard.server.clock import SYSTEM_CLOCK, Clock
 from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.db import Algorithm, Database
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import Algorithm
 from palaestra.scoreboard.server.signing import UploadSecret, open_secret
 from palaestra.scoreboard.server.storage import BlobStore, FileStore, open_store
 
@@ -32,6 +34,8 @@ class ServerState:
     inline: bool = False
     #: (user seq, id or name) -> the algorithm it names (``api.algorithms.find_algorithm``)
     known_algorithms: dict[tuple[int, str], Algorithm] = field(default_factory=dict)
+    #: what every TTL, cache and rate window reads (:mod:`.clock`); tests advance one of their own
+    clock: Clock = SYSTEM_CLOCK
     #: what requests leave to run after their response (benchmark runs' bootstraps)
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)
 
@@ -84,11 +88,11 @@ def open_database(config: ServerConfig, migrate_now: bool | None = None) -> Data
     return db
 
 
-def build_state(config: ServerConfig) -> ServerState:
+def build_state(config: ServerConfig, clock: Clock = SYSTEM_CLOCK) -> ServerState:
     """Open (and migrate) the database and the blob store of ``config``; a read-only archive's are
-    only opened, never written (:mod:`.readonly`)."""
+    only opened, never written (:mod:`.readonly`). ``clock``: what its TTLs and caches read."""
     if config.read_only:
-        return _read_only_state(config)
+        return _read_only_state(config, clock)
     if config.is_sqlite or not config.storage_url.startswith("s3:"):
         make_data_dir(config)
     db = open_database(config)
@@ -96,7 +100,8 @@ def build_state(config: ServerConfig) -> ServerState:
         make_private(sa.make_url(config.database_url).database)
     store = open_store(config.storage_url, config.s3_endpoint_url)
     store.check()
-    return ServerState(config=config, db=db, store=store, signing=open_secret(config, db), inline=_inline(config, store))
+    signing = open_secret(config, db, clock)
+    return ServerState(config=config, db=db, store=store, signing=signing, inline=_inline(config, store), clock=clock)
 
 
 def _inline(config: ServerConfig, store: BlobStore) -> bool:
@@ -105,7 +110,7 @@ def _inline(config: ServerConfig, store: BlobStore) -> bool:
     return config.database_is_local and isinstance(store, FileStore)
 
 
-def _read_only_state(config: ServerConfig) -> ServerState:
+def _read_only_state(config: ServerConfig, clock: Clock) -> ServerState:
     """A frozen board: the database at the newest schema (not migrated), the store as it is, and a
     signing secret of this process only (no upload form is ever signed or checked)."""
     import secrets
@@ -114,8 +119,8 @@ def _read_only_state(config: ServerConfig) -> ServerState:
 
     db = open_database(config, migrate_now=False)
     store = open_store(config.storage_url, config.s3_endpoint_url)
-    signing = UploadSecret(secret_path(config), SigningKeys(secrets.token_bytes(32)))
-    return ServerState(config=config, db=db, store=store, signing=signing, inline=_inline(config, store))
+    signing = UploadSecret(secret_path(config), SigningKeys(secrets.token_bytes(32)), clock)
+    return ServerState(config=config, db=db, store=store, signing=signing, inline=_inline(config, store), clock=clock)
 
 
 def make_private(database: str | None) -> None:

@@ -21,7 +21,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server.db import Database, Evaluation
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobNotFound, BlobStore
 
 __all__ = ["file_sha256", "read_checked", "record_first_hash"]

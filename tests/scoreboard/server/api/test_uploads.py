@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tarfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -23,6 +24,7 @@ from tests.scoreboard.server_helpers import (
     upload_evaluation,
     video_archive,
 )
+from tests.server_process import InProcessServer
 
 
 @pytest.mark.parametrize(
@@ -33,6 +35,7 @@ from tests.scoreboard.server_helpers import (
         ({"timestamps": [1.0, "later", 3.0]}, "timestamps"),
         ({"episode_lengths": [1, -2, 3]}, "episode_lengths"),
         ({"surprise": 1}, "surprise"),
+        ({"env_index": [0, 1]}, "env_index"),
     ],
 )
 def test_bad_episode_batch_is_400_naming_the_field(
@@ -69,10 +72,11 @@ def test_upload_url_is_signed_and_single_use(scoreboard_server: ScoreboardServer
     assert "already used" in error_of(post_upload(f, data), 409)["detail"]
 
 
-def test_expired_upload_url(limited_server: ScoreboardServer) -> None:
-    with limited_server.client() as c:
+def test_expired_upload_url(in_process_factory: Callable[..., InProcessServer]) -> None:
+    server = in_process_factory(PALAESTRA_UPLOAD_TTL_S="2")
+    with server.client() as c:
         f = create_file(c, "episode_batch")
-    time.sleep(2.5)
+    server.clock.advance(2.5)
     body = error_of(post_upload(f, json.dumps(make_batch(2)).encode()), 400)
     assert body["type"] == "expires" and "expired" in body["detail"]
 

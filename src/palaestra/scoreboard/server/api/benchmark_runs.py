@@ -15,12 +15,14 @@ from sqlalchemy.orm import Session
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import NO_PARAM
 from palaestra.scoreboard.server import benchmarking
+from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.api.algorithms import resolve_algorithm
 from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
 from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
 from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User, sorted_keys, utcnow
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.db_base import sorted_keys, utcnow
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.records import AlgorithmRecord
 from palaestra.scoreboard.server.state import ServerState

@@ -23,7 +23,9 @@ from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import EpisodeBatch
+from palaestra.scoreboard.provenance_wire import Provenance
 from palaestra.scoreboard.server import benchmarking
+from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.api.algorithms import find_algorithm, resolve_algorithm
 from palaestra.scoreboard.server.api.benchmark_runs import own_run
 from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
@@ -34,16 +36,8 @@ from palaestra.scoreboard.server.api.uploads import ingest_remote
 from palaestra.scoreboard.server.archive import scorelog
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.conditions import conditions_key, derive_conditions
-from palaestra.scoreboard.server.db import (
-    Algorithm,
-    BenchmarkRun,
-    Evaluation,
-    FileRecord,
-    User,
-    snapshot,
-    upsert_env_stats,
-    utcnow,
-)
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, upsert_env_stats
+from palaestra.scoreboard.server.db_base import snapshot, utcnow
 from palaestra.scoreboard.server.deps import run_blocking
 from palaestra.scoreboard.server.evaluation_scoring import EvaluationScoring, derive_evaluation
 from palaestra.scoreboard.server.ids import new_id
@@ -57,6 +51,7 @@ from palaestra.scoreboard.server.records import (
     evaluation_record,
     evaluation_select,
 )
+from palaestra.scoreboard.server.service_tables import FileRecord
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobNotFound, FileStore
 
@@ -428,7 +423,7 @@ def _insert(
     return 201, record.to_object(new.base_url)
 
 
-def _provenance_columns(env_id: str, provenance: protocol.Provenance | None) -> dict[str, Any]:
+def _provenance_columns(env_id: str, provenance: Provenance | None) -> dict[str, Any]:
     """What ran, as uploaded, and the conditions card derived from it (its key NULL: not recorded)."""
     document = provenance.model_dump(mode="json", exclude_none=True) if provenance is not None else None
     card = derive_conditions(env_id, document)

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from typing import Annotated, cast
 
@@ -19,9 +18,10 @@ from palaestra.scoreboard.server.api.common import answer, base_url, not_found, 
 from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
 from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db import FileRecord, from_row, snapshot, utcnow
+from palaestra.scoreboard.server.db_base import from_row, snapshot
 from palaestra.scoreboard.server.deps import run_blocking
 from palaestra.scoreboard.server.ids import new_id
+from palaestra.scoreboard.server.service_tables import FileRecord
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import FileStore
 
@@ -47,7 +47,7 @@ def file_object(
     if with_upload and f.status == "pending":
         presigned = None
         if not isinstance(state.store, FileStore) and f.storage_key:
-            seconds_left = max(1, int(f.expires.timestamp() - time.time()))
+            seconds_left = max(1, int(f.expires.timestamp() - state.clock.time()))
             presigned = state.store.presigned_post(f.storage_key, f.max_bytes, seconds_left, f.content_type)
         if presigned is not None:
             post_url, post_fields = presigned
@@ -107,7 +107,7 @@ def _create_file(
 ) -> Response:
     rate_limits.check_new_file(state, principal.user_seq)
     file_id = new_id("file")
-    now = utcnow()
+    now = state.clock.now()
     values = {
         "id": file_id,
         "user_seq": principal.user_seq,

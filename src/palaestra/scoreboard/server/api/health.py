@@ -19,9 +19,10 @@ from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server import migrate, readonly
 from palaestra.scoreboard.server.api.common import answer
 from palaestra.scoreboard.server.api.deps import State
-from palaestra.scoreboard.server.db import ServerSetting, utcnow
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.free_space import database_free_bytes, space_problem, store_free_bytes
 from palaestra.scoreboard.server.problems import problem_body, storage_full, storage_full_detail
+from palaestra.scoreboard.server.service_tables import ServerSetting
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import HEALTH_PREFIX
 

@@ -9,7 +9,6 @@ validated here, once (:mod:`palaestra.scoreboard.server.ingest`), and stored; th
 from __future__ import annotations
 
 import tempfile
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -26,7 +25,7 @@ from palaestra.scoreboard.server.api.common import not_found
 from palaestra.scoreboard.server.api.deps import State
 from palaestra.scoreboard.server.api.files import load_file
 from palaestra.scoreboard.server.body_limits import FORM_OVERHEAD_BYTES
-from palaestra.scoreboard.server.db import FileRecord, utcnow
+from palaestra.scoreboard.server.db_base import utcnow
 from palaestra.scoreboard.server.deps import run_blocking
 from palaestra.scoreboard.server.faults import pause_at
 from palaestra.scoreboard.server.ingest import (
@@ -38,6 +37,7 @@ from palaestra.scoreboard.server.ingest import (
 )
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import StoredVideo
+from palaestra.scoreboard.server.service_tables import FileRecord
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import BlobNotFound, sha256_of
 
@@ -152,7 +152,7 @@ def _check_signature(state: ServerState, record: FileRecord, form: Any) -> None:
             "POST /v1/files returned them.",
             "signature",
         )
-    if time.time() > int(expires) or utcnow() > record.expires:
+    if state.clock.time() > int(expires) or state.clock.now() > record.expires:
         raise Problem(
             400,
             f"The upload URL of {record.id} expired at "

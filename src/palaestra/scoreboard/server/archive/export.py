@@ -31,7 +31,7 @@ from palaestra.scoreboard.server import migrate
 from palaestra.scoreboard.server.archive import format as fmt
 from palaestra.scoreboard.server.archive.scorelog import evaluation_blob_keys
 from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.db import Database
+from palaestra.scoreboard.server.database import Database
 from palaestra.scoreboard.server.state import open_database
 from palaestra.scoreboard.server.storage import BlobNotFound, BlobStore, open_store
 

@@ -29,20 +29,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from palaestra.errors import Error
-from palaestra.scoreboard.server.db import (
-    Algorithm,
-    ApiKey,
-    Base,
-    BenchmarkRun,
-    EnvStats,
-    Evaluation,
-    FileRecord,
-    ScoreLogEntry,
-    User,
-    UTCDateTime,
-)
+from palaestra.scoreboard.server.account_tables import ApiKey, User
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation
+from palaestra.scoreboard.server.db_base import Base, UTCDateTime
 from palaestra.scoreboard.server.ladder_db import LadderGame, LadderMatch, LadderRating
 from palaestra.scoreboard.server.live_tables import LiveChunkRecord, LiveEvaluation, LiveSource
+from palaestra.scoreboard.server.service_tables import FileRecord, ScoreLogEntry
 
 __all__ = [
     "BLOB_INDEX",

@@ -20,7 +20,7 @@ from tqdm import tqdm
 
 from palaestra.scoreboard.server.archive import format as fmt
 from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.db import Database
+from palaestra.scoreboard.server.database import Database
 from palaestra.scoreboard.server.rescore import derive_missing_curves
 from palaestra.scoreboard.server.state import open_database
 from palaestra.scoreboard.server.storage import BlobStore, open_store

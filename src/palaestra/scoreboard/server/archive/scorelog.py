@@ -27,7 +27,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from palaestra.scoreboard.server.db import BenchmarkRun, Database, Evaluation, ScoreLogEntry, utcnow
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.db_base import utcnow
+from palaestra.scoreboard.server.service_tables import ScoreLogEntry
 from palaestra.scoreboard.server.storage import BlobStore
 
 __all__ = [

@@ -36,7 +36,8 @@ from palaestra.scoreboard.server.archive.scorelog import (
     unlogged,
 )
 from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.db import Database, ScoreLogEntry
+from palaestra.scoreboard.server.database import Database
+from palaestra.scoreboard.server.service_tables import ScoreLogEntry
 from palaestra.scoreboard.server.storage import BlobNotFound, BlobStore
 
 __all__ = ["BoardSource", "ExportSource", "ServerSource", "VerifyReport", "verify"]

@@ -69,7 +69,7 @@ def login(
     state = state_of(request)
     next_path = signin.local_path(next, PROFILE_PATH)
     name = name.strip()
-    wait = rate_limits.sign_in_wait(state.db, name)
+    wait = rate_limits.sign_in_wait(state.db, name, clock=state.clock)
     if wait:
         minutes = max(1, round(wait / 60))
         held = _login_page(
@@ -82,7 +82,7 @@ def login(
         return held
     user = accounts.authenticate(state.db, name, password) if name and password else None
     if user is None:
-        rate_limits.note_failed_sign_in(state.db, name)
+        rate_limits.note_failed_sign_in(state.db, name, clock=state.clock)
         return _login_page(
             request,
             next_path,
@@ -93,7 +93,7 @@ def login(
     rate_limits.clear_failed_sign_ins(state.db, name)
     response = _see_other(next_path)
     signin.set_session_cookie(
-        request, response, accounts.start_session(state.db, user, state.config.session_ttl_s)
+        request, response, accounts.start_session(state.db, user, state.config.session_ttl_s, state.clock)
     )
     return response
 
@@ -124,7 +124,8 @@ def _invite_gone(request: Request) -> HTMLResponse:
 
 @router.get("/invite/{token}", response_class=HTMLResponse)
 def invite_page(request: Request, token: str) -> HTMLResponse:
-    user = accounts.invited_user(state_of(request).db, token)
+    state = state_of(request)
+    user = accounts.invited_user(state.db, token, state.clock)
     if user is None:
         return _invite_gone(request)
     return render(request, "invite.html", forms=True, nav="signin", invited=user, error=None)
@@ -135,7 +136,7 @@ def accept_invite(
     request: Request, token: str, _: CsrfChecked, password: str = Form(""), password_again: str = Form("")
 ) -> Response:
     state = state_of(request)
-    invited = accounts.invited_user(state.db, token)
+    invited = accounts.invited_user(state.db, token, state.clock)
     if invited is None:
         return _invite_gone(request)
     error = None
@@ -143,7 +144,7 @@ def accept_invite(
         error = "The two passwords differ; type the same password twice."
     else:
         try:
-            user = accounts.accept_invite(state.db, token, password)
+            user = accounts.accept_invite(state.db, token, password, state.clock)
         except ConfigurationError as e:
             error = str(e)
         else:
@@ -151,7 +152,7 @@ def accept_invite(
                 return _invite_gone(request)
             response = _see_other(PROFILE_PATH)
             signin.set_session_cookie(
-                request, response, accounts.start_session(state.db, user, state.config.session_ttl_s)
+                request, response, accounts.start_session(state.db, user, state.config.session_ttl_s, state.clock)
             )
             return response
     return render(
@@ -201,7 +202,8 @@ def revoke_key(request: Request, key_id: str, _: CsrfChecked) -> Response:
     user = signin.signed_in(request)
     if user is None:
         return _see_other("/login?" + urlencode({"next": PROFILE_PATH}))
-    if not auth.revoke_user_key(state_of(request).db, user.user_seq, key_id):
+    state = state_of(request)
+    if not auth.revoke_user_key(state.db, user.user_seq, key_id):
         return render(
             request,
             "error.html",
@@ -209,6 +211,7 @@ def revoke_key(request: Request, key_id: str, _: CsrfChecked) -> Response:
             title="No such key",
             message=f"You have no active API key {key_id!r} (it may be revoked already).",
         )
+    auth.forget_key(state, key_id)
     return _see_other(PROFILE_PATH)
 
 

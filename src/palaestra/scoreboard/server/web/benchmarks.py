@@ -29,7 +29,8 @@ from sqlalchemy.orm import Session
 
 from palaestra.benchmarks import Benchmark, registry, statistics
 from palaestra.benchmarks.runs import profile_thresholds
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
+from palaestra.scoreboard.server.account_tables import User
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.web.benchmark_texts import normalisation_text, scorer_text
 from palaestra.scoreboard.server.web.compare import PALETTE
 from palaestra.scoreboard.server.web.views import (

@@ -25,13 +25,14 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra.benchmarks import statistics
+from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.conditions import (
     Difference,
     conditions_label,
     derive_conditions,
     differences,
 )
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.records import EvaluationRecord, RunAlgorithm
 
 __all__ = [

@@ -11,7 +11,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra import catalogue
-from palaestra.scoreboard.server.db import Algorithm, EnvStats, Evaluation, User
+from palaestra.scoreboard.server.account_tables import User
+from palaestra.scoreboard.server.db import Algorithm, EnvStats, Evaluation
 from palaestra.scoreboard.server.records import algorithm_of_evaluations
 from palaestra.scoreboard.server.web.queries import fetch_rows
 from palaestra.scoreboard.server.web.views import (

@@ -19,7 +19,9 @@ from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.preparation import episode_batch_document
 from palaestra.scoreboard.live_protocol import live_web_path
 from palaestra.scoreboard.server import live
-from palaestra.scoreboard.server.db import Evaluation, User, snapshot
+from palaestra.scoreboard.server.account_tables import User
+from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.db_base import snapshot
 from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.evaluation_scoring import score_batch
 from palaestra.scoreboard.server.live_tables import LiveEvaluation

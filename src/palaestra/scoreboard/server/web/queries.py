@@ -14,8 +14,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra import catalogue
+from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.conditions import conditions_label
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
+from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation
 from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
     of_algorithm,

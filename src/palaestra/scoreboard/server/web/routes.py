@@ -17,7 +17,8 @@ from fastapi.responses import HTMLResponse, Response
 from palaestra import catalogue
 from palaestra.scoreboard.protocol import parse_json
 from palaestra.scoreboard.server import pictures
-from palaestra.scoreboard.server.db import Evaluation, sorted_keys
+from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.db_base import sorted_keys
 from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.records import (
     EvaluationRecord,

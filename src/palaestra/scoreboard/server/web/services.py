@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
-from palaestra.scoreboard.server.db import Database
+from palaestra.scoreboard.server.database import Database
 from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.records import EvaluationRecord, evaluation_record, evaluation_select
 from palaestra.scoreboard.server.storage import BlobStore

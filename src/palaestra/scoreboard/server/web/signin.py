@@ -49,7 +49,8 @@ def signed_in(request: Request) -> accounts.SignedIn | None:
     """The user the request's session cookie signs in, or None (looked up once per request)."""
     if not hasattr(request.state, "signed_in"):
         token = request.cookies.get(SESSION_COOKIE)
-        request.state.signed_in = accounts.session_user(state_of(request).db, token) if token else None
+        state = state_of(request)
+        request.state.signed_in = accounts.session_user(state.db, token, state.clock) if token else None
     user: accounts.SignedIn | None = request.state.signed_in
     return user
 
