@@ -8,14 +8,15 @@ curves of migration 0009_derived_evaluations.
   run's aggregate from those TaskScores, and its bootstrap.
 
 Each batch is read once, its sha256 checked, and trusted as validated at upload
-(:func:`.ingest.read_validated_batch`). A score that changes is a new entry-less version of a record
-the score log hashed: the report counts them, and ``palaestra server verify`` will name them.
+(:func:`.ingest.read_validated_batch`). The score log hashed each evaluation's scores at upload: one
+that rescore changes no longer matches its entry, and the report names it, as ``palaestra server
+verify`` will.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ logger = logging.getLogger("palaestra.scoreboard.rescore")
 #: Evaluations read per query (each one's batch is read and derived before the next page)
 PAGE = 200
 
+# the columns 0009 knows, not the model's (which later migrations may change): the migration runs this
 _evaluations = sa.table(
     "evaluations",
     sa.column("seq", sa.Integer),
@@ -128,7 +130,7 @@ def _stored(db: Database) -> Iterator[Sequence[Any]]:
         after = rows[-1].seq
 
 
-def rescore(db: Database, store: BlobStore, progress: Callable[[str], None] | None = None) -> RescoreReport:
+def rescore(db: Database, store: BlobStore) -> RescoreReport:
     """Derive every stored evaluation again, then score and bootstrap every benchmark run from its
     evaluations' TaskScores."""
     report = RescoreReport()
@@ -136,8 +138,6 @@ def rescore(db: Database, store: BlobStore, progress: Callable[[str], None] | No
         for row in rows:
             report.evaluations += 1
             _rescore_one(db, store, row._mapping, report)
-        if progress is not None:
-            progress(f"{report.evaluations} evaluations derived")
     with db.read() as session:
         run_ids = list(session.scalars(sa.select(BenchmarkRun.id).order_by(BenchmarkRun.seq)))
     for run_id in run_ids:
