@@ -13,10 +13,10 @@ from palaestra.errors import ResultsError
 from palaestra.monitoring import files
 from palaestra.monitoring.journal import (
     RECORD_DTYPE,
+    episodes_of_records,
     read_journal,
     read_journal_records,
     split_by_source,
-    stats_document,
 )
 
 #: A sub-environment of a vector Monitor of the layout before issue 27 (a stats file and a manifest per
@@ -89,7 +89,7 @@ def _journal_source(path: str, source: int, cache: dict[str, Any] | None) -> dic
         cache[path] = (journal.initial_reset_timestamp, split_by_source(journal.records))
     initial, by_source = cache[path]
     records = by_source.get(source)
-    return stats_document(initial, records if records is not None else np.zeros(0, RECORD_DTYPE))
+    return episodes_of_records(initial, records if records is not None else np.zeros(0, RECORD_DTYPE)).to_stats_document()
 
 
 def _size(doc: dict[str, Any]) -> int:
