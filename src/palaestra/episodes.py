@@ -139,14 +139,14 @@ class Episodes:
         if abandoned_timestamps is None:
             raise EpisodesError(f"{what} has abandoned_steps but no abandoned_timestamps")
         sources = _per_episode(data_sources, n, _INT, 0, what, "data_sources")
-        if initial_reset_timestamps is None:
+        if initial_reset_timestamps is None:  # one source, or sources whose first resets are unknown
             initial_reset_timestamps = [initial_reset_timestamp] if n else []
-        initial_resets = np.array([np.nan if t is None else t for t in initial_reset_timestamps], dtype=_FLOAT)
-        if n and len(initial_resets) and int(sources.max()) >= len(initial_resets):
+        elif n and int(sources.max()) >= len(initial_reset_timestamps):
             raise EpisodesError(
-                f"{what} has data_sources up to {int(sources.max())} but only {len(initial_resets)} "
+                f"{what} has data_sources up to {int(sources.max())} but only {len(initial_reset_timestamps)} "
                 "initial_reset_timestamps"
             )
+        initial_resets = np.array([np.nan if t is None else t for t in initial_reset_timestamps], dtype=_FLOAT)
         return cls(
             lengths=lengths_,
             rewards=rewards_,
