@@ -230,8 +230,19 @@ class Episodes:
         :class:`palaestra.scoreboard.protocol.EpisodeBatch` (already validated) or its stored JSON
         document (the enriched one has ``initial_reset_timestamp``; an upload's first reset is
         otherwise the least of its sources')."""
-        doc = batch if isinstance(batch, Mapping) else batch.model_dump()
-        return cls.from_results(doc, what)
+        if isinstance(batch, Mapping):
+            return cls.from_results(batch, what)
+        # the model's own lists, not a dump of them (a batch holds up to a million episodes)
+        return cls.from_columns(
+            batch.episode_lengths,
+            batch.episode_rewards,
+            batch.timestamps,
+            types=batch.episode_types,
+            initial_reset_timestamp=batch.first_reset_timestamp,
+            data_sources=batch.data_sources,
+            initial_reset_timestamps=batch.initial_reset_timestamps or None,
+            what=what,
+        )
 
     # -- the table ------------------------------------------------------------------------------------
     def __len__(self) -> int:
