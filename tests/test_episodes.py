@@ -235,3 +235,16 @@ def test_the_table_itself_refuses_columns_of_different_lengths() -> None:
     good = split_run()
     with pytest.raises(EpisodesError, match="Episodes has 4 rewards but 5 lengths"):
         Episodes(**{**good.__dict__, "rewards": good.rewards[:4]})
+
+
+def test_results_without_a_needed_column_are_refused() -> None:
+    with pytest.raises(EpisodesError, match="The results: the column 'timestamps' is missing"):
+        Episodes.from_results({"episode_lengths": [1], "episode_rewards": [1.0]})
+
+
+def test_load_results_names_the_stats_file_whose_columns_disagree(tmp_path: Path) -> None:
+    stats = record_run(tmp_path)
+    doc = json.loads(stats.read_text())
+    stats.write_text(json.dumps({**doc, "abandoned_steps": [5], "abandoned_timestamps": []}))
+    with pytest.raises(palaestra.errors.ResultsError, match=f"Stats file {stats}.*1 abandoned_steps but 0"):
+        palaestra.load_results(tmp_path)

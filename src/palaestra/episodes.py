@@ -138,6 +138,11 @@ class Episodes:
             abandoned_timestamps = ()
         if abandoned_timestamps is None:
             raise EpisodesError(f"{what} has abandoned_steps but no abandoned_timestamps")
+        abandoned_stamps = _column(abandoned_timestamps, _FLOAT, what, "abandoned_timestamps")
+        if len(abandoned_stamps) != len(steps):
+            raise EpisodesError(
+                f"{what} is inconsistent: {len(steps)} abandoned_steps but {len(abandoned_stamps)} abandoned_timestamps"
+            )
         sources = _per_episode(data_sources, n, _INT, 0, what, "data_sources")
         if initial_reset_timestamps is None:  # one source, or sources whose first resets are unknown
             initial_reset_timestamps = [initial_reset_timestamp] if n else []
@@ -158,7 +163,7 @@ class Episodes:
             initial_reset_timestamps=initial_resets,
             env_index=_per_episode(env_index, n, _INT, 0, what, "env_index"),
             abandoned_steps=steps,
-            abandoned_timestamps=_column(abandoned_timestamps, _FLOAT, what, "abandoned_timestamps"),
+            abandoned_timestamps=abandoned_stamps,
         )
 
     @classmethod
@@ -167,7 +172,7 @@ class Episodes:
         ``episode_lengths``, ``episode_rewards`` and ``timestamps`` are needed, the others optional)."""
         for key in ("episode_lengths", "episode_rewards", "timestamps"):
             if results.get(key) is None:
-                raise EpisodesError(f"{what} have no {key!r}")
+                raise EpisodesError(f"{what}: the column {key!r} is missing")
         initial = results.get("initial_reset_timestamp")
         initial_resets = results.get("initial_reset_timestamps")
         if initial is None and initial_resets:
@@ -206,7 +211,7 @@ class Episodes:
         if types is not None and len(types) > n:
             types = types[:n]
         truncated = doc.get("episode_truncated")
-        if truncated is not None and len(truncated) != n:  # palaestra's own: absent or complete
+        if truncated is not None and len(truncated) != n:  # palaestra writes it whole; pad a short one
             truncated = ([bool(x) for x in truncated] + [False] * n)[:n]
         initial = doc.get("initial_reset_timestamp")
         if initial is None and n:
