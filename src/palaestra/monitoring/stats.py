@@ -4,7 +4,10 @@ The stats file is the 2017 ``episode_batch`` JSON document (spec §3.3). Rewriti
 episode would cost O(history) per episode, so while the Monitor is open each completed episode is
 also appended to a memory-mapped journal beside it (see :mod:`palaestra.monitoring.journal`).
 ``close()`` writes the full stats file atomically and removes the journal; ``load_results`` prefers
-the journal when a killed process left one that knows more episodes.
+the journal when a killed process left one that knows more episodes. The document is written by
+:class:`palaestra.episodes.Episodes` (the one writer of it, which the journal and the SB3 import use
+too), built from the recorder's lists or the journal's records only at flush and close: an episode's
+end costs a few list appends and one journal record.
 
 palaestra adds keys that the 2017 loader ignores: ``episode_truncated`` (whether each episode ended
 by truncation rather than termination) and ``abandoned_steps``/``abandoned_timestamps`` (episodes
