@@ -248,3 +248,9 @@ def test_load_results_names_the_stats_file_whose_columns_disagree(tmp_path: Path
     stats.write_text(json.dumps({**doc, "abandoned_steps": [5], "abandoned_timestamps": []}))
     with pytest.raises(palaestra.errors.ResultsError, match=f"Stats file {stats}.*1 abandoned_steps but 0"):
         palaestra.load_results(tmp_path)
+
+
+@pytest.mark.parametrize("types", [["te", ""], ["t", None], ["t", 1], ["é", "t"]])
+def test_types_that_are_not_one_letter_each_are_refused(types: list) -> None:
+    with pytest.raises(EpisodesError, match="unknown episode type"):
+        Episodes.from_columns([1, 2], [1.0, 2.0], [1.0, 2.0], types=types)

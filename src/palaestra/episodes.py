@@ -377,12 +377,31 @@ def _evaluation_mask(types: Any, n: int, what: str) -> np.ndarray:
         return np.zeros(n, dtype=bool)
     if len(types) != n:
         raise EpisodesError(f"{what} is inconsistent: {len(types)} episode_types but {n} episode_lengths")
-    arr = np.asarray(types)
-    evaluation = arr == "e"
-    known = evaluation | (arr == "t")
+    codes = _one_letter_codes(types)
+    if codes is not None:
+        evaluation, known = codes == ord("e"), (codes == ord("e")) | (codes == ord("t"))
+    else:
+        arr = np.asarray(types)
+        evaluation = arr == "e"
+        known = evaluation | (arr == "t")
     if not known.all():
         bad = types[int(np.flatnonzero(~known)[0])]
         raise EpisodesError(
             f"{what} has an unknown episode type {bad!r}: episode_types must be 't' (training) or 'e' (evaluation)"
         )
     return np.asarray(evaluation, dtype=bool)
+
+
+def _one_letter_codes(types: Any) -> np.ndarray | None:
+    """A list of one-letter strings as their byte codes, or None for anything else. One join instead
+    of ``np.asarray`` of the strings: about a sixth of the time at 10,000 episodes, paid by every
+    flush of the Monitor (at every reset with ``write_upon_reset=True``)."""
+    if not isinstance(types, list) or "" in types:
+        return None
+    try:
+        joined = "".join(types)
+    except TypeError:  # not all strings
+        return None
+    if len(joined) != len(types) or not joined.isascii():
+        return None
+    return np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
