@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import matplotlib.pyplot as plt
 
+from palaestra.episodes import Episodes
 from palaestra.results_report import ResultsSummary, learning_curve_figure
-from palaestra.solved_stats import score_from_merged
+from palaestra.solved_stats import solved_stats
 
 
 def _summary(rewards: list[float]) -> ResultsSummary:
     lengths = [int(r) or 1 for r in rewards]
-    stats = score_from_merged(
-        lengths, rewards, None, [float(i) for i in range(len(rewards))], 0.0, trials=100, reward_threshold=475.0
-    )
+    episodes = Episodes.from_columns(lengths, rewards, [float(i) for i in range(len(rewards))], initial_reset_timestamp=0.0)
+    stats = solved_stats(episodes, trials=100, reward_threshold=475.0)
     return ResultsSummary(
         directory="runs/solved",
         env_id="CartPole-v1",
         results={"episode_rewards": rewards, "episode_types": None, "videos": []},
+        table=episodes,
         stats=stats,
         trials=100,
         reward_threshold=475.0,
@@ -49,3 +50,27 @@ def test_an_unsolved_run_has_no_solved_mark() -> None:
         assert not [p for p in figure.axes[0].patches if p.get_label().startswith("solved")]
     finally:
         plt.close(figure)
+
+
+def test_training_timesteps_leave_out_the_evaluation_episodes_as_the_scoreboard_does(tmp_path) -> None:
+    """Issue 27: ``palaestra results`` counted evaluation episodes in its steps, the scoreboard not."""
+    import gymnasium as gym
+
+    import palaestra
+    from palaestra.results_report import format_summary, summarize
+    from tests.monitoring.monitoring_helpers import play
+
+    env = palaestra.Monitor(gym.make("CartPole-v1"), tmp_path, video_callable=False)
+    training = play(env, 3, seed=0)
+    env.set_monitor_mode("evaluation")
+    evaluation = play(env, 2, seed=1)
+    env.close()
+    summary = summarize(tmp_path)
+    assert summary.training_timesteps == sum(training)
+    assert summary.stats["number_timesteps"] == sum(training)  # what the scoreboard shows
+    assert summary.total_steps >= sum(training) + sum(evaluation)
+    report = summary.to_dict()
+    assert (report["training_timesteps"], report["training_episodes"], report["evaluation_episodes"]) == (
+        sum(training), 3, 2,
+    )  # fmt: skip
+    assert f"Training timesteps:  {sum(training)} (of the completed training episodes" in format_summary(summary)

@@ -124,3 +124,7 @@ class RetriesExceededError(Error):
 
 class ResetNeeded(Error, gymnasium.error.ResetNeeded):
     """A monitored environment was stepped before ``reset()`` or after its episode ended."""
+
+
+class EpisodesError(Error, ValueError):
+    """Episode columns that do not describe one run: lengths that disagree, an unknown episode type."""

@@ -18,9 +18,10 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from palaestra.episodes import Episodes, running_mean, trailing_mean
 from palaestra.errors import ResultsError
 from palaestra.extras import require
-from palaestra.solved_stats import SolvedStats, short_mean_label
+from palaestra.solved_stats import SolvedStats, short_mean_label, solved_stats
 
 __all__ = ["ResultsSummary", "format_summary", "learning_curve_figure", "plot_learning_curve", "summarize"]
 
@@ -32,6 +33,8 @@ class ResultsSummary:
     directory: str
     env_id: str
     results: Any
+    #: the directory's episodes (read from ``results``)
+    table: Episodes
     stats: SolvedStats
     trials: int
     reward_threshold: float | None
@@ -75,26 +78,25 @@ def summarize(directory: str | os.PathLike[str]) -> ResultsSummary:
     """Load ``directory`` (see :func:`palaestra.load_results`) and score it against its env's rule."""
     from palaestra.catalogue import solving_criteria
     from palaestra.monitoring import load_results
-    from palaestra.solved_stats import solved_stats
 
     results = load_results(directory)
     env_id = str(results["env_info"].get("env_id"))
     # judged by the registry of the gym that recorded it (2017's for a gym 0.9 directory)
     trials, threshold = solving_criteria(env_id, results["env_info"].get("gym_version"))
-    stats = solved_stats(results, trials=trials, reward_threshold=threshold)
-    types = results.get("episode_types") or ["t"] * len(results["episode_rewards"])
-    n_eval = sum(1 for t in types if t == "e")
-    total = results.get("total_steps")
+    episodes = Episodes.from_results(results, f"The results of {directory}")
+    stats = solved_stats(episodes, trials=trials, reward_threshold=threshold)
+    n_eval = len(episodes.evaluation())
     return ResultsSummary(
         directory=os.path.abspath(os.fspath(directory)),
         env_id=env_id,
         results=results,
+        table=episodes,
         stats=stats,
         trials=trials,
         reward_threshold=threshold,
-        training_episodes=len(types) - n_eval,
+        training_episodes=len(episodes) - n_eval,
         evaluation_episodes=n_eval,
-        total_steps=int(total if total is not None else sum(results["episode_lengths"])),
+        total_steps=episodes.total_steps,
     )
 
 
@@ -102,23 +104,11 @@ def _window(stats: SolvedStats, summary: ResultsSummary) -> str:
     """``episodes a-b`` of the best window (over training episodes)."""
     import numpy as np
 
-    from palaestra.solved_stats import running_mean
-
-    rewards = _training_rewards(summary)
-    means = running_mean(rewards, summary.trials)
+    means = running_mean(summary.table.training().rewards, summary.trials)
     if not len(means):
         return ""
     best = int(np.argmax(means))
     return f" (training episodes {best}-{best + summary.trials - 1})"
-
-
-def _training_rewards(summary: ResultsSummary) -> list[float]:
-    results = summary.results
-    types = results.get("episode_types")
-    rewards = results["episode_rewards"]
-    if types is None:
-        return list(rewards)
-    return [r for r, t in zip(rewards, types) if t == "t"]
 
 
 def format_summary(summary: ResultsSummary) -> str:
@@ -199,13 +189,12 @@ def learning_curve_figure(summary: ResultsSummary) -> Any:
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    from palaestra.solved_stats import trailing_mean
-
-    rewards = _training_rewards(summary)
-    if not rewards:
+    training = summary.table.training()
+    rewards = training.rewards
+    if not len(rewards):
         raise ResultsError(f"{summary.directory} has no completed training episodes to plot")
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=100)
-    episodes = range(len(rewards))
+    episodes = training.axis("episode")
     ax.plot(episodes, rewards, color="#9ab", linewidth=0.8, label="episode reward")
     ax.plot(
         episodes,

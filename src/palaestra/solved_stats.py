@@ -1,12 +1,15 @@
 """An evaluation's "solved" statistics and its learning-curve series (spec §4.6).
 
-- :func:`solved_stats` (and :func:`score_from_merged`, 2017's name, on plain arrays): when the env
+- :func:`solved_stats` of an :class:`~palaestra.episodes.Episodes` (and :func:`score_from_merged`,
+  2017's name, on plain arrays): when the env
   counts as solved, the best window's mean and error, episode and step counts, seconds to solve;
 - the means of runs too short for a window: ``episodes_mean`` (the training episodes there are, when
   fewer than ``trials``) and ``evaluation_mean`` (the evaluation episodes, type ``'e'``), and
   :func:`ranking_mean`, what a leaderboard orders the unsolved evaluations by;
-- :func:`compute_graph_stats`: the learning-curve series the scoreboard draws;
-- :func:`running_mean`, :func:`trailing_mean`: the window arithmetic they share.
+- :func:`graph_stats` (and :func:`compute_graph_stats`, the spec's name, on plain arrays): the binned
+  learning-curve series the scoreboard stores;
+- :func:`running_mean`, :func:`trailing_mean`: the window arithmetic they share (defined in
+  :mod:`palaestra.episodes`, re-exported here).
 
 One implementation, called by ``palaestra results``, the benchmark runner and the scoreboard server
 (benchmark *scores* are another thing: :mod:`palaestra.benchmarks.scoring`).
@@ -21,15 +24,18 @@ standard error of anything; palaestra reports the standard error of the mean of 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 import numpy as np
+
+from palaestra.episodes import Episodes, running_mean, trailing_mean
 
 __all__ = [
     "DEFAULT_TRIALS",
     "SolvedStats",
     "compute_graph_stats",
+    "graph_stats",
     "ranking_mean",
     "running_mean",
     "score_from_merged",
@@ -74,26 +80,6 @@ def short_mean_label(number_episodes: int, trials: int) -> str:
     return f"mean of {number_episodes} episode{plural} (fewer than {trials})"
 
 
-def running_mean(x: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
-    """``means[i] = mean(x[i:i+n])``, for every full window."""
-    if n <= 0:
-        raise ValueError(f"running_mean window must be positive, not {n}")
-    arr = np.asarray(x, dtype=float)
-    if len(arr) < n:
-        return np.empty(0)
-    cumsum = np.cumsum(np.insert(arr, 0, 0.0))
-    return (cumsum[n:] - cumsum[:-n]) / n
-
-
-def trailing_mean(x: Sequence[float] | np.ndarray, n: int) -> np.ndarray:
-    """The mean of the last ``min(i+1, n)`` values at every index (a curve with no gap at the start)."""
-    arr = np.asarray(x, dtype=float)
-    cumsum = np.cumsum(np.insert(arr, 0, 0.0))
-    idx = np.arange(1, len(arr) + 1)
-    start = np.maximum(idx - n, 0)
-    return (cumsum[idx] - cumsum[start]) / (idx - start)
-
-
 def score_from_merged(
     episode_lengths: Sequence[int],
     episode_rewards: Sequence[float],
@@ -104,34 +90,44 @@ def score_from_merged(
     reward_threshold: float | None = None,
     legacy: bool = False,
 ) -> SolvedStats:
-    """The "solved" statistics of one evaluation; only training (``'t'``) episodes count."""
-    lengths = np.asarray(episode_lengths, dtype=np.int64)
-    rewards = np.asarray(episode_rewards, dtype=float)
-    stamps = np.asarray(timestamps, dtype=float)
-    evaluation_rewards = np.empty(0)
-    if episode_types is not None:
-        types = np.asarray(episode_types)
-        keep = types == "t"
-        evaluation_rewards = rewards[types == "e"]
-        lengths, rewards, stamps = lengths[keep], rewards[keep], stamps[keep]
-    if initial_reset_timestamp is None and len(stamps):
-        initial_reset_timestamp = float(stamps[0])
+    """:func:`solved_stats` on the 2017 columns (2017's signature)."""
+    episodes = Episodes.from_columns(
+        episode_lengths, episode_rewards, timestamps, types=episode_types,
+        initial_reset_timestamp=initial_reset_timestamp,
+    )
+    return solved_stats(episodes, trials=trials, reward_threshold=reward_threshold, legacy=legacy)
 
+
+def solved_stats(
+    episodes: Episodes | Mapping[str, Any],
+    trials: int = DEFAULT_TRIALS,
+    reward_threshold: float | None = None,
+    legacy: bool = False,
+) -> SolvedStats:
+    """The "solved" statistics of one evaluation's :class:`~palaestra.episodes.Episodes` (or of
+    what :func:`palaestra.load_results` returns, or an episode batch's document); only training
+    (``'t'``) episodes count."""
+    if not isinstance(episodes, Episodes):
+        episodes = Episodes.from_results(episodes)
+    evaluation = episodes.evaluation()
+    training = episodes.training()
+    lengths, rewards, stamps = training.lengths, training.rewards, training.timestamps
+    start = training.first_reset
     stats = SolvedStats(
         episode_t_value=None,
         timestep_t_value=None,
         mean=None,
         error=None,
-        number_episodes=len(rewards),
-        number_timesteps=int(lengths.sum()),
+        number_episodes=len(training),
+        number_timesteps=training.timesteps,
         seconds_to_solve=None,
         seconds_in_total=None,
         episodes_mean=None,
-        evaluation_episodes=len(evaluation_rewards),
-        evaluation_mean=float(np.mean(evaluation_rewards)) if len(evaluation_rewards) else None,
+        evaluation_episodes=len(evaluation),
+        evaluation_mean=float(np.mean(evaluation.rewards)) if len(evaluation) else None,
     )
-    if len(stamps) and initial_reset_timestamp is not None:
-        stats["seconds_in_total"] = float(stamps[-1] - initial_reset_timestamp)
+    if len(stamps) and start is not None:
+        stats["seconds_in_total"] = float(stamps[-1] - start)
     if len(rewards) < trials:
         stats["episodes_mean"] = float(np.mean(rewards)) if len(rewards) else None
         return stats
@@ -143,8 +139,8 @@ def score_from_merged(
             i = int(solved[0])
             stats["episode_t_value"] = i
             stats["timestep_t_value"] = int(lengths[:i].sum())
-            assert initial_reset_timestamp is not None
-            stats["seconds_to_solve"] = float(stamps[i] - initial_reset_timestamp)
+            assert start is not None
+            stats["seconds_to_solve"] = float(stamps[i] - start)
     best_idx = int(np.argmax(means))
     best = rewards[best_idx : best_idx + trials]
     stats["mean"] = float(np.mean(best))
@@ -160,22 +156,6 @@ def _window_error(best: np.ndarray, trials: int, legacy: bool) -> float:
     return float(np.std(best, ddof=1) / np.sqrt(trials))
 
 
-def solved_stats(
-    results: Any, trials: int = DEFAULT_TRIALS, reward_threshold: float | None = None, legacy: bool = False
-) -> SolvedStats:
-    """:func:`score_from_merged` on what :func:`palaestra.load_results` (or an episode batch) holds."""
-    return score_from_merged(
-        results["episode_lengths"],
-        results["episode_rewards"],
-        results.get("episode_types"),
-        results["timestamps"],
-        results.get("initial_reset_timestamp"),
-        trials=trials,
-        reward_threshold=reward_threshold,
-        legacy=legacy,
-    )
-
-
 def compute_graph_stats(
     episode_lengths: Sequence[int],
     episode_rewards: Sequence[float],
@@ -183,26 +163,26 @@ def compute_graph_stats(
     initial_reset_timestamp: float | None,
     buckets: int,
 ) -> dict[str, Any] | None:
-    """Learning-curve series binned into ``buckets`` (spec ``compute_graph_stats``).
+    """:func:`graph_stats` on the 2017 columns (the spec's ``compute_graph_stats``)."""
+    episodes = Episodes.from_columns(
+        episode_lengths, episode_rewards, timestamps, initial_reset_timestamp=initial_reset_timestamp
+    )
+    return graph_stats(episodes, buckets)
 
-    Keys: ``initial_reset_timestamp`` and ``x_{timestep,episode,seconds}_y_{reward,length}``, each
-    ``{"x": bin centres, "y": mean per bin}`` with empty bins left out. ``None`` with no episodes.
+
+def graph_stats(episodes: Episodes, buckets: int) -> dict[str, Any] | None:
+    """Learning-curve series of every episode binned into ``buckets``.
+
+    Keys: ``initial_reset_timestamp`` and ``x_{timestep,episode,seconds}_y_{reward,length}`` (the
+    axes of :data:`palaestra.episodes.AXES`), each ``{"x": bin centres, "y": mean per bin}`` with
+    empty bins left out. ``None`` with no episodes.
     """
-    lengths = np.asarray(episode_lengths, dtype=float)
-    rewards = np.asarray(episode_rewards, dtype=float)
-    stamps = np.asarray(timestamps, dtype=float)
-    if len(rewards) == 0:
+    if len(episodes) == 0:
         return None
-    if initial_reset_timestamp is None:
-        initial_reset_timestamp = float(stamps[0])
-    xs = {
-        "timestep": np.cumsum(np.insert(lengths, 0, 0.0))[:-1],
-        "episode": np.arange(len(rewards), dtype=float),
-        "seconds": stamps - initial_reset_timestamp,
-    }
-    ys = {"reward": rewards, "length": lengths}
-    out: dict[str, Any] = {"initial_reset_timestamp": initial_reset_timestamp}
-    for xname, x in xs.items():
+    ys = {"reward": episodes.rewards, "length": episodes.lengths.astype(float)}
+    out: dict[str, Any] = {"initial_reset_timestamp": episodes.first_reset}
+    for xname in ("timestep", "episode", "seconds"):
+        x = episodes.axis(xname)
         nbins = max(1, min(buckets, len(x)))
         bins, centres = _bins(x, nbins)
         counts = np.bincount(bins, minlength=nbins)

@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from palaestra import catalogue
 from palaestra.benchmarks.scoring import BenchmarkScorer, TaskScores, score_results
+from palaestra.episodes import Episodes
 from palaestra.errors import Error, Unregistered, UnregisteredBenchmark
 
 logger = logging.getLogger("palaestra.benchmarks")
@@ -171,6 +172,10 @@ class Benchmark:
             abandoned_timestamps=abandoned_timestamps,
             legacy=legacy,
         )
+
+    def score_episodes(self, env_id: str, episodes: Episodes, legacy: bool = False) -> TaskScores:
+        """The :class:`TaskScores` of one evaluation's :class:`~palaestra.episodes.Episodes`."""
+        return self.scorer.score_episodes(self, env_id, episodes, legacy=legacy)
 
     def score_results(self, env_id: str, results: Mapping[str, Any], legacy: bool = False) -> TaskScores:
         """:meth:`score_evaluation` on what :func:`palaestra.load_results` (or an episode batch) holds."""

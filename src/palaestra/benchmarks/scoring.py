@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 import numpy as np
 
 from palaestra.benchmarks import normalisation
+from palaestra.episodes import Episodes, EpisodesError
 
 if TYPE_CHECKING:
     from palaestra.benchmarks.registry import Benchmark, Task
@@ -127,6 +128,10 @@ class BenchmarkScorer(Protocol):
         legacy: bool = False,
     ) -> TaskScores: ...
 
+    def score_episodes(
+        self, benchmark: Benchmark, env_id: str, episodes: Episodes, *, legacy: bool = False
+    ) -> TaskScores: ...
+
     def score_benchmark(
         self, benchmark: Benchmark, episode_scores: Mapping[str, Sequence[Sequence[float]]]
     ) -> float: ...
@@ -135,7 +140,7 @@ class BenchmarkScorer(Protocol):
 # -- shared helpers --------------------------------------------------------------------------------
 
 
-def _initial_reset_timestamp(initial_reset_timestamps: Sequence[float]) -> float:
+def _initial_reset_timestamp(initial_reset_timestamps: Sequence[float] | np.ndarray) -> float:
     return float(min(initial_reset_timestamps)) if len(initial_reset_timestamps) > 0 else 0.0
 
 
@@ -143,7 +148,9 @@ _FEW_SOURCES = 16
 
 
 def episode_durations(
-    initial_reset_timestamps: Sequence[float], data_sources: Sequence[int], timestamps: np.ndarray
+    initial_reset_timestamps: Sequence[float] | np.ndarray,
+    data_sources: Sequence[int] | np.ndarray,
+    timestamps: np.ndarray,
 ) -> np.ndarray:
     """How long each episode took: the time since the previous episode *of the same source* ended
     (the source's initial reset for its first episode). Episodes whose source has no initial reset
@@ -185,8 +192,8 @@ def episode_durations(
 
 def abandoned_steps_before(
     timestamps: np.ndarray,
-    abandoned_steps: Sequence[int] | None,
-    abandoned_timestamps: Sequence[float] | None,
+    abandoned_steps: Sequence[int] | np.ndarray | None,
+    abandoned_timestamps: Sequence[float] | np.ndarray | None,
 ) -> np.ndarray:
     """For each episode end time, the abandoned steps whose reset happened at or before it."""
     if abandoned_steps is None or len(abandoned_steps) == 0:
@@ -219,45 +226,23 @@ def _normalised(task: Task, values: np.ndarray | float) -> Any:
     return np.clip((values - task.reward_floor) / (task.reward_ceiling - task.reward_floor), 0, 1)
 
 
-def _type_masks(
-    episode_types: Sequence[str] | np.ndarray | None, n: int
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(is_training, is_evaluation)`` boolean masks of the first ``n`` episode types, or None."""
-    if episode_types is None:
-        return None
-    if len(episode_types) < n:
-        raise ValueError(f"{len(episode_types)} episode_types but there are {n} episodes")
-    if isinstance(episode_types, list):
-        joined = "".join(episode_types[:n])
-        if len(joined) == n and joined.isascii():  # one character each: much faster than np.asarray(list)
-            codes = np.frombuffer(joined.encode("ascii"), dtype=np.uint8)
-            return codes == ord("t"), codes == ord("e")
-    types = np.asarray(episode_types[:n])
-    return types == "t", types == "e"
+# -- the scorers' shared face --------------------------------------------------------------------
 
 
-# -- ClipTo01ThenAverage ---------------------------------------------------------------------------
-
-
-class ClipTo01ThenAverage:
-    """Benchmark scoring rule: the mean clipped score of the last ``num_episodes`` evaluation episodes.
-
-    For each task, take the last ``num_episodes`` (default 100) evaluation episodes before either
-    the ``max_seconds`` or ``max_timesteps`` limit, whichever is earlier; if there are fewer, fill in
-    the rest with ``reward_floor``. Clip each reward to ``[floor, ceiling]``, rescale to ``[0, 1]``,
-    and average. The benchmark score is the mean of all task scores.
-    """
-
-    def __init__(self, num_episodes: int = 100) -> None:
-        self.num_episodes = num_episodes
+class _EpisodeScorer:
+    """What every scorer shares: its null score, the benchmark score (the mean of every task score
+    of every trial of every env) and the 2017 ten-column :meth:`score_evaluation`, a thin adapter
+    over :meth:`score_episodes`."""
 
     @property
     def null_score(self) -> float:
         """The score of a missing evaluation."""
         return 0.0
 
-    def __repr__(self) -> str:
-        return f"ClipTo01ThenAverage(num_episodes={self.num_episodes})"
+    def score_episodes(
+        self, benchmark: Benchmark, env_id: str, episodes: Episodes, *, legacy: bool = False
+    ) -> TaskScores:
+        raise NotImplementedError
 
     def score_evaluation(
         self,
@@ -274,22 +259,63 @@ class ClipTo01ThenAverage:
         abandoned_timestamps: Sequence[float] | None = None,
         legacy: bool = False,
     ) -> TaskScores:
-        tasks = benchmark.task_specs(env_id)
-        initial_reset_timestamp = _initial_reset_timestamp(initial_reset_timestamps)
-        stamps = np.asarray(timestamps, dtype=float)
-        lengths = np.asarray(episode_lengths, dtype=np.int64)
-        rewards = np.asarray(episode_rewards, dtype=float)
-        n = len(stamps)
-        durations = episode_durations(initial_reset_timestamps, data_sources, stamps)
+        """:meth:`score_episodes` on the 2017 columns (``episode_types`` may run past the episodes,
+        as 2017's did: it is cut to them)."""
+        n = len(timestamps)
+        if episode_types is not None and len(episode_types) < n:
+            raise EpisodesError(f"{len(episode_types)} episode_types but there are {n} episodes")
+        episodes = Episodes.from_columns(
+            episode_lengths,
+            episode_rewards,
+            timestamps,
+            types=None if episode_types is None else episode_types[:n],
+            data_sources=data_sources,
+            initial_reset_timestamps=initial_reset_timestamps,
+            abandoned_steps=abandoned_steps,
+            abandoned_timestamps=abandoned_timestamps,
+            what="The evaluation",
+        )
+        return self.score_episodes(benchmark, env_id, episodes, legacy=legacy)
 
-        masks = _type_masks(episode_types, n)
-        if masks is None:
+    def score_benchmark(
+        self, benchmark: Benchmark, episode_scores: Mapping[str, Sequence[Sequence[float]]]
+    ) -> float:
+        """The mean of every task score of every trial of every env."""
+        return _mean_of_all(episode_scores)
+
+
+# -- ClipTo01ThenAverage ---------------------------------------------------------------------------
+
+
+class ClipTo01ThenAverage(_EpisodeScorer):
+    """Benchmark scoring rule: the mean clipped score of the last ``num_episodes`` evaluation episodes.
+
+    For each task, take the last ``num_episodes`` (default 100) evaluation episodes before either
+    the ``max_seconds`` or ``max_timesteps`` limit, whichever is earlier; if there are fewer, fill in
+    the rest with ``reward_floor``. Clip each reward to ``[floor, ceiling]``, rescale to ``[0, 1]``,
+    and average. The benchmark score is the mean of all task scores.
+    """
+
+    def __init__(self, num_episodes: int = 100) -> None:
+        self.num_episodes = num_episodes
+
+    def __repr__(self) -> str:
+        return f"ClipTo01ThenAverage(num_episodes={self.num_episodes})"
+
+    def score_episodes(
+        self, benchmark: Benchmark, env_id: str, episodes: Episodes, *, legacy: bool = False
+    ) -> TaskScores:
+        tasks = benchmark.task_specs(env_id)
+        initial_reset_timestamp = _initial_reset_timestamp(episodes.initial_reset_timestamps)
+        stamps, lengths, rewards = episodes.timestamps, episodes.lengths, episodes.rewards
+        abandoned_steps, abandoned_timestamps = episodes.abandoned_steps, episodes.abandoned_timestamps
+        n = len(stamps)
+        durations = episode_durations(episodes.initial_reset_timestamps, episodes.data_sources, stamps)
+
+        e_idx = np.flatnonzero(episodes.is_evaluation)
+        t_idx = np.flatnonzero(~episodes.is_evaluation)
+        if len(e_idx) == 0:  # no evaluation episodes: every episode is both
             t_idx = e_idx = np.arange(n)
-        else:
-            t_idx = np.flatnonzero(masks[0])
-            e_idx = np.flatnonzero(masks[1])
-            if len(e_idx) == 0:  # no evaluation episodes: every episode is both
-                t_idx = e_idx = np.arange(n)
 
         elapsed_timesteps = np.cumsum(lengths[t_idx])
         if not legacy:
@@ -352,12 +378,6 @@ class ClipTo01ThenAverage:
             solved[scored:] = False  # padding is not a solved episode
         return float(np.mean(_normalised(task, reward))), solved, reward, length
 
-    def score_benchmark(
-        self, benchmark: Benchmark, episode_scores: Mapping[str, Sequence[Sequence[float]]]
-    ) -> float:
-        """The mean of every task score of every trial of every env."""
-        return _mean_of_all(episode_scores)
-
 
 class HumanNormalised(ClipTo01ThenAverage):
     """Atari's rule: the human-normalised mean of the last ``num_episodes`` evaluation episodes.
@@ -401,42 +421,24 @@ def _mean_of_all(episode_scores: Mapping[str, Sequence[Sequence[float]]]) -> flo
 ScoreAndSolved = Callable[["Task", np.ndarray, np.ndarray, bool], "tuple[float, np.ndarray]"]
 
 
-class BenchmarkScoringRule:
+class BenchmarkScoringRule(_EpisodeScorer):
     """The base of :class:`TotalReward` and :class:`RewardPerTime`: every episode (of any type) before
     the budget ran out is passed to ``score_and_solved_func(task, rewards, elapsed_seconds, legacy)``."""
 
     def __init__(self, score_and_solved_func: ScoreAndSolved) -> None:
         self.score_and_solved_func = score_and_solved_func
 
-    @property
-    def null_score(self) -> float:
-        """The score of a missing evaluation."""
-        return 0.0
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
-    def score_evaluation(
-        self,
-        benchmark: Benchmark,
-        env_id: str,
-        data_sources: Sequence[int],
-        initial_reset_timestamps: Sequence[float],
-        episode_lengths: Sequence[int],
-        episode_rewards: Sequence[float],
-        episode_types: Sequence[str] | None,
-        timestamps: Sequence[float],
-        *,
-        abandoned_steps: Sequence[int] | None = None,
-        abandoned_timestamps: Sequence[float] | None = None,
-        legacy: bool = False,
+    def score_episodes(
+        self, benchmark: Benchmark, env_id: str, episodes: Episodes, *, legacy: bool = False
     ) -> TaskScores:
         tasks = benchmark.task_specs(env_id)
-        initial_reset_timestamp = _initial_reset_timestamp(initial_reset_timestamps)
-        stamps = np.asarray(timestamps, dtype=float)
-        lengths = np.asarray(episode_lengths, dtype=np.int64)
-        rewards = np.asarray(episode_rewards, dtype=float)
-        durations = episode_durations(initial_reset_timestamps, data_sources, stamps)
+        initial_reset_timestamp = _initial_reset_timestamp(episodes.initial_reset_timestamps)
+        stamps, lengths, rewards = episodes.timestamps, episodes.lengths, episodes.rewards
+        abandoned_steps, abandoned_timestamps = episodes.abandoned_steps, episodes.abandoned_timestamps
+        durations = episode_durations(episodes.initial_reset_timestamps, episodes.data_sources, stamps)
 
         elapsed_timesteps = np.cumsum(lengths)
         if not legacy:
@@ -470,12 +472,6 @@ class BenchmarkScoringRule:
                 result["timestamps"].append(initial_reset_timestamp)
                 result["elapsed_times"].append(0.0)
         return result
-
-    def score_benchmark(
-        self, benchmark: Benchmark, episode_scores: Mapping[str, Sequence[Sequence[float]]]
-    ) -> float:
-        """The mean of every task score of every trial of every env."""
-        return _mean_of_all(episode_scores)
 
 
 def total_reward_from_episode_rewards(
@@ -540,18 +536,18 @@ def score_results(
     sources = results.get("data_sources")
     if sources is None:
         sources = [0] * len(timestamps)
-    return benchmark.score_evaluation(
-        env_id,
-        sources,
-        initial,
+    episodes = Episodes.from_columns(
         results["episode_lengths"],
         results["episode_rewards"],
-        results.get("episode_types"),
         timestamps,
+        types=results.get("episode_types"),
+        data_sources=sources,
+        initial_reset_timestamps=initial,
         abandoned_steps=results.get("abandoned_steps"),
         abandoned_timestamps=results.get("abandoned_timestamps"),
-        legacy=legacy,
+        what="The evaluation",
     )
+    return benchmark.scorer.score_episodes(benchmark, env_id, episodes, legacy=legacy)
 
 
 # -- the run aggregate (§5.4) ----------------------------------------------------------------------

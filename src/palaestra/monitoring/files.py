@@ -125,7 +125,7 @@ def atomic_write_json(path: str | os.PathLike[str], document: Any) -> None:
 
 def atomic_write_json_columns(path: str | os.PathLike[str], document: dict[str, Any]) -> None:
     """:func:`atomic_write_json` for a document whose long lists are numpy arrays (a stats document
-    from :func:`palaestra.monitoring.journal.stats_columns`), encoded by orjson straight from the
+    from :meth:`palaestra.episodes.Episodes.to_stats_columns`), encoded by orjson straight from the
     arrays. For the vector Monitor's close: at 55,000 episodes (512 sub-environments, 10,000 steps)
     ``json.dumps`` of the lists took 40-75 ms and making the lists 15-20 ms; orjson from the arrays
     takes about 3 ms (bench/vector_monitor.py). The text is JSON that ``json`` reads back to the same

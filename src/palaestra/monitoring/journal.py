@@ -18,7 +18,7 @@ never counted.
 ``source`` is the sub-environment of a vector Monitor, which keeps one stats file, one manifest and
 one journal for all of its sub-environments: one memory map for any number of them, and the episodes
 that end in one vector step are appended with one copy. A vector Monitor's journal turns into a stats
-document with palaestra's per-episode ``env_index`` list (see :func:`stats_document`). The single
+document with palaestra's per-episode ``env_index`` list (see :func:`episodes_of_records`). The single
 Monitor's records have source 0 (journals written before the field existed hold 0 there).
 (palaestra before issue 27 gave each sub-environment its own stats file and manifest, which named
 the shared journal and the source; :mod:`palaestra.monitoring.results` still reads those.)
@@ -33,6 +33,8 @@ import struct
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from palaestra.episodes import Episodes
 
 MAGIC = b"PALJRNL1"
 HEADER_SIZE = 64
@@ -169,44 +171,28 @@ def read_journal_records(path: str) -> Journal:
     return Journal(None if math.isnan(initial) else initial, records, num_envs)
 
 
-def stats_columns(
-    initial_reset_timestamp: float | None, records: np.ndarray, env_index: bool = False
-) -> dict[str, Any]:
-    """:func:`stats_document` with its numeric lists as contiguous numpy arrays (what
-    :func:`palaestra.monitoring.files.atomic_write_json_columns` writes without making lists)."""
+def episodes_of_records(initial_reset_timestamp: float | None, records: np.ndarray) -> Episodes:
+    """The :class:`~palaestra.episodes.Episodes` of journal ``records``, in journal order (the
+    abandoned records as abandoned steps; each record's source as its ``env_index``)."""
     is_abandoned = records["kind"] == KIND_ABANDONED
     if is_abandoned.any():
         episodes, abandoned = records[~is_abandoned], records[is_abandoned]
     else:  # the usual run: no copy of every record
         episodes, abandoned = records, records[:0]
-    kinds = episodes["kind"]
-    evaluation = kinds == KIND_BY_TYPE["e"]
-    columns: dict[str, Any] = {
-        "initial_reset_timestamp": initial_reset_timestamp,
-        "timestamps": np.ascontiguousarray(episodes["t"]),
-        "episode_lengths": np.ascontiguousarray(episodes["l"]),
-        "episode_rewards": np.ascontiguousarray(episodes["r"]),
-        # all training (the usual run): one list product instead of a string per episode
-        "episode_types": np.where(evaluation, "e", "t").tolist() if evaluation.any() else ["t"] * len(kinds),
-        "episode_truncated": episodes["truncated"].astype(bool),
-        "abandoned_steps": np.ascontiguousarray(abandoned["l"]),
-        "abandoned_timestamps": np.ascontiguousarray(abandoned["t"]),
-    }
-    if env_index:
-        columns["env_index"] = episodes["source"].astype(np.int64)
-    return columns
-
-
-def stats_document(
-    initial_reset_timestamp: float | None, records: np.ndarray, env_index: bool = False
-) -> dict[str, Any]:
-    """The stats document (the keys of a stats file) of ``records``, in journal order.
-
-    ``env_index`` adds palaestra's per-episode ``env_index`` (each episode's sub-environment, the
-    records' source), which a vector Monitor's stats file has and the 2017 loader ignores.
-    """
-    columns = stats_columns(initial_reset_timestamp, records, env_index)
-    return {key: value.tolist() if isinstance(value, np.ndarray) else value for key, value in columns.items()}
+    n = len(episodes)
+    return Episodes(
+        lengths=np.ascontiguousarray(episodes["l"]),
+        rewards=np.ascontiguousarray(episodes["r"]),
+        timestamps=np.ascontiguousarray(episodes["t"]),
+        is_evaluation=episodes["kind"] == KIND_BY_TYPE["e"],
+        truncated=episodes["truncated"].astype(bool),
+        initial_reset_timestamp=initial_reset_timestamp,
+        data_sources=np.zeros(n, np.int64),
+        initial_reset_timestamps=np.array([np.nan if initial_reset_timestamp is None else initial_reset_timestamp]),
+        env_index=episodes["source"].astype(np.int64),
+        abandoned_steps=np.ascontiguousarray(abandoned["l"]),
+        abandoned_timestamps=np.ascontiguousarray(abandoned["t"]),
+    )
 
 
 def split_by_source(records: np.ndarray) -> dict[int, np.ndarray]:
@@ -226,5 +212,7 @@ def read_journal(path: str, source: int | None = None) -> dict[str, Any]:
     a vector Monitor of the earlier layout, one stats file per sub-environment)."""
     journal = read_journal_records(path)
     if source is not None:
-        return stats_document(journal.initial_reset_timestamp, journal.records[journal.records["source"] == source])
-    return stats_document(journal.initial_reset_timestamp, journal.records, env_index=journal.num_envs > 0)
+        mine = journal.records[journal.records["source"] == source]
+        return episodes_of_records(journal.initial_reset_timestamp, mine).to_stats_document()
+    episodes = episodes_of_records(journal.initial_reset_timestamp, journal.records)
+    return episodes.to_stats_document(env_index=journal.num_envs > 0)

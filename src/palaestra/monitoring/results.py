@@ -9,14 +9,15 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from palaestra.episodes import Episodes, EpisodesError
 from palaestra.errors import ResultsError
 from palaestra.monitoring import files
 from palaestra.monitoring.journal import (
     RECORD_DTYPE,
+    episodes_of_records,
     read_journal,
     read_journal_records,
     split_by_source,
-    stats_document,
 )
 
 #: A sub-environment of a vector Monitor of the layout before issue 27 (a stats file and a manifest per
@@ -89,7 +90,7 @@ def _journal_source(path: str, source: int, cache: dict[str, Any] | None) -> dic
         cache[path] = (journal.initial_reset_timestamp, split_by_source(journal.records))
     initial, by_source = cache[path]
     records = by_source.get(source)
-    return stats_document(initial, records if records is not None else np.zeros(0, RECORD_DTYPE))
+    return episodes_of_records(initial, records if records is not None else np.zeros(0, RECORD_DTYPE)).to_stats_document()
 
 
 def _size(doc: dict[str, Any]) -> int:
@@ -254,57 +255,50 @@ def merge_stats_files(stats_files: list[str], journals: list[JournalSource | Non
         if journal is not None and not doc.get("env_index"):  # the earlier layout: the journal's source
             doc = {**doc, "env_index": [journal[1]] * len(doc["timestamps"])}
         docs.append(doc)
-    return merge_stats_documents(docs)
+    return merge_stats_documents(docs, stats_files)
 
 
-def merge_stats_documents(docs: list[dict[str, Any]]) -> dict[str, Any]:
+def merge_stats_documents(docs: list[dict[str, Any]], names: list[str] | None = None) -> dict[str, Any]:
     """:func:`merge_stats_files` on stats documents already read, in manifest order (the scoreboard
-    merges the sources of a live run with it, so that sealing one equals uploading its directory)."""
-    timestamps: list[float] = []
-    lengths: list[int] = []
-    rewards: list[float] = []
-    types: list[str] = []
-    truncated: list[bool] = []
-    sources: list[int] = []
-    initial_resets: list[float] = []
+    merges the sources of a live run with it, so that sealing one equals uploading its directory).
+    ``names`` (each document's file) name the document in errors."""
+    tables: list[Episodes] = []
     abandoned: list[tuple[float, int]] = []
-    env_index: list[int] = []
     any_types = False
-    for doc in docs:
-        abandoned.extend(zip(doc.get("abandoned_timestamps") or [], doc.get("abandoned_steps") or []))
-        n = len(doc["timestamps"])
-        if n == 0:
+    for i, doc in enumerate(docs):
+        what = f"Stats file {names[i]}" if names else f"Stats document {i}"
+        try:
+            episodes = Episodes.from_stats_document(doc, what)
+        except EpisodesError as e:
+            raise ResultsError(str(e)) from None
+        abandoned.extend(zip(episodes.abandoned_timestamps.tolist(), episodes.abandoned_steps.tolist()))
+        if len(episodes) == 0:
             continue
-        source = len(initial_resets)
-        initial = doc.get("initial_reset_timestamp")
-        initial_resets.append(float(initial) if initial is not None else float(doc["timestamps"][0]))
-        sources += [source] * n
-        timestamps += doc["timestamps"]
-        lengths += doc["episode_lengths"]
-        rewards += doc["episode_rewards"]
-        file_types = doc.get("episode_types")
-        if file_types:
-            any_types = True
-            types += file_types[:n]
-        else:
-            types += ["t"] * n
-        file_trunc = doc.get("episode_truncated") or []
-        truncated += [bool(x) for x in file_trunc[:n]] + [False] * (n - len(file_trunc[:n]))
-        env_index += doc.get("env_index") or [0] * n
+        any_types = any_types or bool(doc.get("episode_types"))
+        tables.append(episodes)
+    initial_resets = [float(t.initial_reset_timestamp) for t in tables]  # type: ignore[arg-type]
 
-    order = np.argsort(np.asarray(timestamps, dtype=float), kind="stable").tolist()
+    stamps = _concatenated(tables, "timestamps")
+    order = np.argsort(stamps, kind="stable")
+    sources = np.repeat(np.arange(len(tables)), [len(t) for t in tables])
+    lengths = _concatenated(tables, "lengths")
     abandoned.sort()
     return {
-        "data_sources": [sources[i] for i in order],
-        "timestamps": [float(timestamps[i]) for i in order],
-        "episode_lengths": [int(lengths[i]) for i in order],
-        "episode_rewards": [float(rewards[i]) for i in order],
-        "episode_types": [types[i] for i in order] if any_types else None,
-        "episode_truncated": [truncated[i] for i in order],
+        "data_sources": sources[order].tolist(),
+        "timestamps": stamps[order].tolist(),
+        "episode_lengths": lengths[order].tolist(),
+        "episode_rewards": _concatenated(tables, "rewards")[order].tolist(),
+        "episode_types": _concatenated(tables, "types")[order].tolist() if any_types else None,
+        "episode_truncated": _concatenated(tables, "truncated")[order].tolist(),
         "initial_reset_timestamps": initial_resets,
         "initial_reset_timestamp": min(initial_resets) if initial_resets else 0,
         "abandoned_steps": [s for _, s in abandoned],
         "abandoned_timestamps": [t for t, _ in abandoned],
-        "total_steps": int(sum(lengths) + sum(s for _, s in abandoned)),
-        "env_index": [env_index[i] for i in order],
+        "total_steps": int(lengths.sum()) + sum(s for _, s in abandoned),
+        "env_index": _concatenated(tables, "env_index")[order].tolist(),
     }
+
+
+def _concatenated(tables: list[Episodes], column: str) -> np.ndarray:
+    """One column of several episode tables, end to end (an empty float column for none)."""
+    return np.concatenate([getattr(t, column) for t in tables]) if tables else np.zeros(0)

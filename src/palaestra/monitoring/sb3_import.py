@@ -30,6 +30,7 @@ from typing import Any
 import gymnasium
 
 from palaestra._version import __version__
+from palaestra.episodes import Episodes
 from palaestra.errors import ResultsError
 from palaestra.monitoring import files
 
@@ -184,14 +185,13 @@ def resolve_env_id(monitors: list[SB3MonitorFile], env_id: str | None) -> str:
 
 
 def stats_document(monitor: SB3MonitorFile) -> dict[str, Any]:
-    """The 2017 stats document (spec §3.3) of one SB3 file, episodes in file order."""
-    return {
-        "initial_reset_timestamp": monitor.t_start,
-        "timestamps": monitor.timestamps,
-        "episode_lengths": monitor.lengths,
-        "episode_rewards": monitor.rewards,
-        "episode_types": ["t"] * len(monitor.lengths),
-    }
+    """The 2017 stats document (spec §3.3) of one SB3 file, episodes in file order: the 2017 keys
+    only, since SB3 records neither truncation nor abandoned episodes."""
+    episodes = Episodes.from_columns(
+        monitor.lengths, monitor.rewards, monitor.timestamps, initial_reset_timestamp=monitor.t_start,
+        what=f"SB3 monitor file {monitor.path}",
+    )
+    return episodes.to_stats_document(palaestra_keys=False)
 
 
 def env_info(env_id: str) -> dict[str, Any]:

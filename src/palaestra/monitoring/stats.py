@@ -4,7 +4,10 @@ The stats file is the 2017 ``episode_batch`` JSON document (spec §3.3). Rewriti
 episode would cost O(history) per episode, so while the Monitor is open each completed episode is
 also appended to a memory-mapped journal beside it (see :mod:`palaestra.monitoring.journal`).
 ``close()`` writes the full stats file atomically and removes the journal; ``load_results`` prefers
-the journal when a killed process left one that knows more episodes.
+the journal when a killed process left one that knows more episodes. The document is written by
+:class:`palaestra.episodes.Episodes` (the one writer of it, which the journal and the SB3 import use
+too), built from the recorder's lists or the journal's records only at flush and close: an episode's
+end costs a few list appends and one journal record.
 
 palaestra adds keys that the 2017 loader ignores: ``episode_truncated`` (whether each episode ended
 by truncation rather than termination) and ``abandoned_steps``/``abandoned_timestamps`` (episodes
@@ -24,6 +27,7 @@ from typing import Any, SupportsFloat
 
 import numpy as np
 
+from palaestra.episodes import EPISODE_TYPES, Episodes
 from palaestra.errors import MonitorError
 from palaestra.monitoring import files
 from palaestra.monitoring.journal import (
@@ -31,11 +35,8 @@ from palaestra.monitoring.journal import (
     KIND_BY_TYPE,
     RECORD_DTYPE,
     JournalWriter,
-    stats_columns,
-    stats_document,
+    episodes_of_records,
 )
-
-EPISODE_TYPES = ("t", "e")
 
 
 class StatsRecorder:
@@ -117,18 +118,23 @@ class StatsRecorder:
             journal.append(now, 0.0, steps, KIND_ABANDONED, False)
 
     # -- persistence ----------------------------------------------------------------------------------
+    def episodes(self) -> Episodes:
+        """The episodes recorded so far (O(history): built from the lists at flush and close)."""
+        return Episodes.from_columns(
+            self.episode_lengths,
+            self.episode_rewards,
+            self.timestamps,
+            types=self.episode_types,
+            truncated=self.episode_truncated,
+            initial_reset_timestamp=self.initial_reset_timestamp,
+            abandoned_steps=self.abandoned_steps,
+            abandoned_timestamps=self.abandoned_timestamps,
+            what=f"The Monitor's stats {self.path}",
+        )
+
     def document(self) -> dict[str, Any]:
         """The stats JSON document: the 2017 keys in their order, then palaestra's."""
-        return {
-            "initial_reset_timestamp": self.initial_reset_timestamp,
-            "timestamps": self.timestamps,
-            "episode_lengths": self.episode_lengths,
-            "episode_rewards": self.episode_rewards,
-            "episode_types": self.episode_types,
-            "episode_truncated": self.episode_truncated,
-            "abandoned_steps": self.abandoned_steps,
-            "abandoned_timestamps": self.abandoned_timestamps,
-        }
+        return self.episodes().to_stats_document()
 
     def flush(self) -> None:
         """Rewrite the stats file atomically (O(history); the Monitor calls it at close, or on every
@@ -169,14 +175,15 @@ class StatsRecorder:
             return
         doc = read_stats_file(self.path)
         self.initial_reset_timestamp = doc.get("initial_reset_timestamp")
-        self.timestamps = list(doc["timestamps"])
-        self.episode_lengths = list(doc["episode_lengths"])
-        self.episode_rewards = list(doc["episode_rewards"])
-        self.episode_types = list(doc.get("episode_types") or ["t"] * len(self.timestamps))
-        self.episode_truncated = list(doc.get("episode_truncated") or [False] * len(self.timestamps))
-        self.abandoned_steps = list(doc.get("abandoned_steps", []))
-        self.abandoned_timestamps = list(doc.get("abandoned_timestamps", []))
-        self.total_steps = sum(self.episode_lengths) + sum(self.abandoned_steps)
+        episodes = Episodes.from_stats_document(doc, f"Stats file {self.path}")
+        self.timestamps = episodes.timestamps.tolist()
+        self.episode_lengths = episodes.lengths.tolist()
+        self.episode_rewards = episodes.rewards.tolist()
+        self.episode_types = episodes.types.tolist()
+        self.episode_truncated = episodes.truncated.tolist()
+        self.abandoned_steps = episodes.abandoned_steps.tolist()
+        self.abandoned_timestamps = episodes.abandoned_timestamps.tolist()
+        self.total_steps = episodes.total_steps
         if os.path.exists(self.journal_path):
             # A journal left by a killed process: fold it into the stats file before appending more.
             files.atomic_write_json(self.path, self.document())
@@ -274,14 +281,17 @@ class VectorStatsRecorder:
 
     def document(self) -> dict[str, Any]:
         """The stats document: the 2017 keys, palaestra's, and ``env_index``."""
-        return stats_document(self.initial_reset_timestamp, self._all_records(), env_index=True)
+        return self.episodes().to_stats_document(env_index=True)
+
+    def episodes(self) -> Episodes:
+        """Every episode recorded so far (O(history))."""
+        return episodes_of_records(self.initial_reset_timestamp, self._all_records())
 
     def flush(self) -> None:
         """Rewrite the stats file atomically (O(history), about 3 ms at 55,000 episodes)."""
         if self.closed:
             return
-        columns = stats_columns(self.initial_reset_timestamp, self._all_records(), env_index=True)
-        files.atomic_write_json_columns(self.path, columns)
+        files.atomic_write_json_columns(self.path, self.episodes().to_stats_columns(env_index=True))
 
     def close(self) -> None:
         if self.closed:
@@ -324,17 +334,17 @@ class VectorStatsRecorder:
 def _records_of(doc: dict[str, Any]) -> np.ndarray:
     """A vector Monitor's stats document as journal records, in the order the episodes ended (the
     abandoned steps merged in by time, as the journal had them)."""
-    n = len(doc["timestamps"])
-    abandoned = doc.get("abandoned_steps") or []
-    records = np.zeros(n + len(abandoned), RECORD_DTYPE)
-    episodes, rest = records[:n], records[n:]
-    episodes["t"] = doc["timestamps"]
-    episodes["r"] = doc["episode_rewards"]
-    episodes["l"] = doc["episode_lengths"]
-    episodes["kind"] = [KIND_BY_TYPE[t] for t in (doc.get("episode_types") or ["t"] * n)[:n]]
-    episodes["truncated"] = (list(doc.get("episode_truncated") or []) + [False] * n)[:n]
-    episodes["source"] = (list(doc.get("env_index") or []) + [0] * n)[:n]
-    rest["t"] = doc.get("abandoned_timestamps") or [0.0] * len(abandoned)
-    rest["l"] = abandoned
+    episodes = Episodes.from_stats_document(doc)
+    n = len(episodes)
+    records = np.zeros(n + len(episodes.abandoned_steps), RECORD_DTYPE)
+    ended, rest = records[:n], records[n:]
+    ended["t"] = episodes.timestamps
+    ended["r"] = episodes.rewards
+    ended["l"] = episodes.lengths
+    ended["kind"] = np.where(episodes.is_evaluation, KIND_BY_TYPE["e"], KIND_BY_TYPE["t"])
+    ended["truncated"] = episodes.truncated
+    ended["source"] = episodes.env_index
+    rest["t"] = episodes.abandoned_timestamps
+    rest["l"] = episodes.abandoned_steps
     rest["kind"] = KIND_ABANDONED
     return records[np.argsort(records["t"], kind="stable")]

@@ -272,7 +272,7 @@ def stored_documents(session: Session, live_seq: int) -> list[dict[str, Any]]:
 
 
 def _document(initial: float | None, chunks: list[Any]) -> dict[str, Any]:
-    """A stats document (:func:`palaestra.monitoring.journal.stats_document`'s keys) of one source's chunks."""
+    """A stats document (:meth:`palaestra.episodes.Episodes.to_stats_document`'s keys) of one source's chunks."""
     doc: dict[str, Any] = {
         "initial_reset_timestamp": initial,
         "abandoned_steps": [],

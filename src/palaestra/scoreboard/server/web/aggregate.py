@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from palaestra.benchmarks import statistics
+from palaestra.episodes import AXES as EPISODE_AXES
 
 __all__ = ["AXES", "GRID_POINTS", "MAX_RUNS", "METRICS", "aggregate_curve"]
 
@@ -24,7 +25,9 @@ GRID_POINTS = 200
 MAX_RUNS = 50
 BAND_REPS = 2000
 METRICS = {"mean": "mean", "iqm": "interquartile mean (IQM)"}
-AXES = {"episode": "episode", "timestep": "timestep"}
+#: The axes of :data:`palaestra.episodes.AXES` an aggregate is drawn against: not the seconds, since
+#: runs on different machines spend different wall-clock time on the same episodes.
+AXES = {name: EPISODE_AXES[name] for name in ("episode", "timestep")}
 
 
 def _run_curve(data: dict[str, Any], axis: str) -> tuple[np.ndarray, np.ndarray] | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
+from palaestra.episodes import AXES as EPISODE_AXES
 from palaestra.scoreboard.protocol import ID_PREFIX
 from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.records import EvaluationRecord
@@ -37,7 +38,8 @@ __all__ = [
 
 #: More lines than this on one chart are no longer readable (and the URL gets long).
 MAX_COMPARED = 20
-AXES = {"episode": "episode", "timestep": "timestep", "seconds": "wall-clock seconds"}
+#: the x axes a compared curve can be drawn against: every axis of an evaluation's episodes
+AXES = EPISODE_AXES
 SMOOTHINGS = {"none": "none", "ema": "exponential moving average", "window": "window mean"}
 #: TensorBoard's and Weights & Biases' default weight for the exponential moving average.
 DEFAULT_EMA = 0.6

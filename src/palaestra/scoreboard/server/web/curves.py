@@ -2,7 +2,8 @@
 :func:`palaestra.scoreboard.server.evaluation_scoring.curves_of`).
 
 The chart shows each training episode's reward and length against three x axes (episode, timestep,
-wall-clock seconds), the ``trials``-episode running mean (:func:`palaestra.solved_stats.trailing_mean`,
+wall-clock seconds: :data:`palaestra.episodes.AXES`), the ``trials``-episode running mean
+(:func:`palaestra.episodes.trailing_mean`,
 the same windows "solved" is judged on) and the reward threshold. Long runs are averaged into at
 most :data:`MAX_POINTS` points per series; the running mean is computed at full resolution first.
 ``outcomes`` counts the episodes with a positive, zero and negative reward: a board game's wins,
@@ -13,11 +14,12 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from palaestra.solved_stats import trailing_mean
+from palaestra.episodes import AXES, Episodes, EpisodesError, trailing_mean
 
 MAX_POINTS = 2000
 _CACHE_SIZE = 32
@@ -52,31 +54,24 @@ def _bin_last(x: np.ndarray, size: int) -> np.ndarray:
 
 
 def from_episode_batch(
-    doc: dict[str, Any], trials: int, threshold: float | None, max_points: int = MAX_POINTS
+    doc: Mapping[str, Any] | Episodes, trials: int, threshold: float | None, max_points: int = MAX_POINTS
 ) -> dict[str, Any] | None:
-    """The chart data of an (enriched) episode-batch document; ``None`` without training episodes."""
-    lengths = np.asarray(doc.get("episode_lengths") or [], dtype=float)
-    rewards = np.asarray(doc.get("episode_rewards") or [], dtype=float)
-    stamps = np.asarray(doc.get("timestamps") or [], dtype=float)
-    types = doc.get("episode_types")
-    if not (len(lengths) == len(rewards) == len(stamps)):
-        return None
-    if types is not None and len(types) == len(lengths):
-        keep = np.asarray(types) == "t"
-        lengths, rewards, stamps = lengths[keep], rewards[keep], stamps[keep]
-    n = len(rewards)
+    """The chart data of an evaluation's episodes (an :class:`~palaestra.episodes.Episodes`, or the
+    stored, enriched episode-batch document); ``None`` without training episodes, or for a document
+    whose columns do not describe one run."""
+    if isinstance(doc, Episodes):
+        episodes = doc
+    else:
+        try:
+            episodes = Episodes.from_batch(doc)
+        except EpisodesError:
+            return None
+    training = episodes.training()
+    n = len(training)
     if n == 0:
         return None
-    start = doc.get("initial_reset_timestamp")
-    if not isinstance(start, int | float):
-        start = float(stamps[0])
-    series = {
-        "episode": np.arange(n, dtype=float),
-        "timestep": np.cumsum(np.insert(lengths, 0, 0.0))[:-1],
-        "seconds": stamps - float(start),
-        "reward": rewards,
-        "length": lengths,
-    }
+    rewards, lengths = training.rewards, training.lengths.astype(float)
+    series = {axis: training.axis(axis) for axis in AXES} | {"reward": rewards, "length": lengths}
     means = {"reward_mean": trailing_mean(rewards, trials), "length_mean": trailing_mean(lengths, trials)}
     size = max(1, -(-n // max_points))
     out: dict[str, Any] = {

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
 
+from palaestra.episodes import Episodes
 from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
 from palaestra.scoreboard.server.records import EvaluationRecord
 from palaestra.scoreboard.server.storage import BlobDamaged
@@ -137,25 +138,12 @@ def episodes_csv(request: Request, evaluation_id: str) -> Response:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["episode", "type", "length", "reward", "timestamp", "seconds", "data_source"])
-    lengths = doc.get("episode_lengths") or []
-    start = doc.get("initial_reset_timestamp")
-    types = doc.get("episode_types") or ["t"] * len(lengths)
-    sources = doc.get("data_sources") or [0] * len(lengths)
-    for i, (length, reward, stamp) in enumerate(
-        zip(lengths, doc.get("episode_rewards") or [], doc.get("timestamps") or [], strict=False)
+    episodes = Episodes.from_batch(doc, f"The stored episode batch of {evaluation_id}")
+    columns = (episodes.types, episodes.lengths, episodes.rewards, episodes.timestamps, episodes.axis("seconds"))
+    for i, (kind, length, reward, stamp, seconds, source) in enumerate(
+        zip(*(c.tolist() for c in columns), episodes.data_sources.tolist())
     ):
-        seconds = "" if not isinstance(start, int | float) else f"{stamp - start:.6f}"
-        writer.writerow(
-            [
-                i,
-                types[i] if i < len(types) else "",
-                length,
-                reward,
-                stamp,
-                seconds,
-                sources[i] if i < len(sources) else "",
-            ]
-        )
+        writer.writerow([i, kind, length, reward, stamp, f"{seconds:.6f}", source])
     headers = {"Content-Disposition": f'attachment; filename="{evaluation_id}.episodes.csv"'}
     return Response(out.getvalue(), media_type="text/csv", headers=headers)
 
