@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from palaestra.benchmarks import Benchmark, registry
 from palaestra.benchmarks.runs import aggregate_benchmark_run, run_statistics
 from palaestra.benchmarks.scoring import TaskScores
+from palaestra.episodes import Episodes
 from palaestra.scoreboard.server.archive import scorelog
 from palaestra.scoreboard.server.database import Database
 from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
@@ -167,15 +168,14 @@ def bootstrap(state: ServerState, run_id: str) -> None:
     state.jobs.submit(f"bootstrap:{run_id}", lambda: compute_statistics(state.db, run_id))
 
 
-def score_evaluation(
-    benchmark_id: str, env_id: str | None, batch_doc: Mapping[str, Any]
-) -> dict[str, Any] | None:
-    """The benchmark's per-evaluation score (``score_evaluation``) of one upload, or ``None``."""
+def score_evaluation(benchmark_id: str, env_id: str | None, episodes: Episodes) -> dict[str, Any] | None:
+    """The benchmark's per-evaluation score (its :class:`~palaestra.benchmarks.scoring.TaskScores`)
+    of one upload's episodes, or ``None``."""
     benchmark = benchmark_spec_or_none(benchmark_id)
     if benchmark is None or not env_id or env_id not in benchmark.env_ids:
         return None
     try:
-        result = jsonable(benchmark.score_results(env_id, batch_doc))
+        result = jsonable(benchmark.score_episodes(env_id, episodes))
     except Exception:
         logger.exception("Could not score an evaluation of %s for benchmark %s", env_id, benchmark_id)
         return None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from palaestra import catalogue, solved_stats
+from palaestra.episodes import Episodes
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server import benchmarking
 from palaestra.scoreboard.server.db_base import RawJSON
@@ -53,7 +54,7 @@ class EvaluationScoring:
 
 
 def score_batch(
-    batch: protocol.EpisodeBatch | None, env_id: str | None, gym_version: str | None = None
+    batch: protocol.EpisodeBatch | Episodes | None, env_id: str | None, gym_version: str | None = None
 ) -> EvaluationScoring:
     """Score an evaluation's episodes against its env's ``trials`` and ``reward_threshold``, by the
     registry of the gym that recorded it (:func:`palaestra.catalogue.solving_criteria`)."""
@@ -61,18 +62,8 @@ def score_batch(
     trials, threshold = (
         catalogue.solving_criteria(env_id, gym_version) if env_id else (solved_stats.DEFAULT_TRIALS, None)
     )
-    if batch is None:
-        stats = solved_stats.score_from_merged([], [], None, [], None, trials=trials, reward_threshold=threshold)
-    else:
-        stats = solved_stats.score_from_merged(
-            batch.episode_lengths,
-            batch.episode_rewards,
-            batch.episode_types,
-            batch.timestamps,
-            batch.first_reset_timestamp,
-            trials=trials,
-            reward_threshold=threshold,
-        )
+    episodes = _episodes_of(batch)
+    stats = solved_stats.solved_stats(episodes, trials=trials, reward_threshold=threshold)
     score = protocol.EvaluationScore(
         **stats, trials=trials, reward_threshold=threshold, solved=stats["episode_t_value"] is not None
     )
@@ -86,24 +77,31 @@ def derive_evaluation(
     benchmark_id: str | None = None,
 ) -> EvaluationScoring:
     """Everything stored with an evaluation of ``batch``: its score, its page's curves and, in a run
-    of benchmark ``benchmark_id``, its TaskScores."""
-    scoring = score_batch(batch, env_id, gym_version)
+    of benchmark ``benchmark_id``, its TaskScores, all from one :class:`~palaestra.episodes.Episodes`
+    read of the batch."""
     if batch is None:
-        return scoring
-    document = batch.enriched(env_id)
-    scoring.curves = curves_of(document, scoring.score.trials, scoring.score.reward_threshold)
+        return score_batch(None, env_id, gym_version)
+    episodes = Episodes.from_batch(batch)
+    scoring = score_batch(episodes, env_id, gym_version)
+    scoring.curves = curves_of(episodes, scoring.score.trials, scoring.score.reward_threshold)
     if benchmark_id is not None:
-        scoring.benchmark_score = benchmarking.score_evaluation(benchmark_id, env_id, document)
+        scoring.benchmark_score = benchmarking.score_evaluation(benchmark_id, env_id, episodes)
     return scoring
 
 
-def curves_of(document: dict[str, Any], trials: int, threshold: float | None) -> dict[str, Any]:
-    """The page's curve series of an enriched batch document, judged by ``trials`` episodes (``{}``:
-    no training episodes to draw; the column's NULL means not derived)."""
+def _episodes_of(batch: protocol.EpisodeBatch | Episodes | None) -> Episodes:
+    if isinstance(batch, Episodes):
+        return batch
+    return Episodes.from_batch(batch) if batch is not None else Episodes.from_columns([], [], [])
+
+
+def curves_of(episodes: Episodes | dict[str, Any], trials: int, threshold: float | None) -> dict[str, Any]:
+    """The page's curve series of an evaluation's episodes (or of an enriched batch document), judged
+    by ``trials`` episodes (``{}``: no training episodes to draw; the column's NULL means not derived)."""
     # imported here: the web package's __init__ loads the pages, which load the API, which loads this
     from palaestra.scoreboard.server.web import curves
 
-    return curves.from_episode_batch(document, trials, threshold) or {}
+    return curves.from_episode_batch(episodes, trials, threshold) or {}
 
 
 def warm_up() -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from palaestra.episodes import Episodes
 from palaestra.scoreboard.protocol import EpisodeBatch
 from palaestra.scoreboard.server import benchmarking
 from palaestra.scoreboard.server.archive.scorelog import record_document
@@ -102,7 +103,7 @@ def derive_missing_curves(conn: sa.Connection, store: BlobStore) -> tuple[int, i
             if batch is None:
                 missing += 1
                 continue
-            curves = curves_of(batch.enriched(row.env_id), row.trials, row.reward_threshold)
+            curves = curves_of(Episodes.from_batch(batch), row.trials, row.reward_threshold)
             conn.execute(sa.update(_evaluations).where(_evaluations.c.seq == row.seq).values(curves=curves))
             derived += 1
         if len(rows) < PAGE:
