@@ -323,13 +323,16 @@ def of_algorithm(algorithm_seq: int) -> Any:
 
 
 def algorithm_of_evaluations() -> Any:
-    """``(algorithm_seq, env_id, seq)`` of every evaluation that belongs to an algorithm, by the rule of
-    :func:`of_algorithm`, as a subquery (for counting per algorithm)."""
+    """``(algorithm_seq, env_id, seq, solved)`` of every evaluation that belongs to an algorithm, by the
+    rule of :func:`of_algorithm`, as a subquery (for counting per algorithm)."""
     own = sa.select(
-        Evaluation.algorithm_seq.label("algorithm_seq"), Evaluation.env_id.label("env_id"), Evaluation.seq.label("seq")
+        Evaluation.algorithm_seq.label("algorithm_seq"),
+        Evaluation.env_id.label("env_id"),
+        Evaluation.seq.label("seq"),
+        Evaluation.solved.label("solved"),
     ).where(Evaluation.algorithm_seq.is_not(None))
     via_run = (
-        sa.select(BenchmarkRun.algorithm_seq, Evaluation.env_id, Evaluation.seq)
+        sa.select(BenchmarkRun.algorithm_seq, Evaluation.env_id, Evaluation.seq, Evaluation.solved)
         .join(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
         .where(Evaluation.algorithm_seq.is_(None), BenchmarkRun.algorithm_seq.is_not(None))
     )

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from palaestra import catalogue
 from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
+from palaestra.scoreboard.server.index_stats import AlgorithmEnvStats
 from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
     of_algorithm,
@@ -246,22 +247,62 @@ def leaderboard(
     page = Page(number=number, size=size, total=total, path=path, sort=sort, sort_label=label)
     if not total:
         return [], page
-    return _page_rows(session, where, order, page, needs_algorithm=sort == "algorithm"), page
+    if sort == "algorithm":
+        return fetch_rows(session, _seqs_by_algorithm_name(session, where, page)), page
+    return _page_rows(session, where, order, page), page
 
 
-def _page_rows(
-    session: Session, where: Any, order: tuple[Any, ...], page: Page, needs_algorithm: bool = False
-) -> list[EvaluationRow]:
+def _page_rows(session: Session, where: Any, order: tuple[Any, ...], page: Page) -> list[EvaluationRow]:
     """The rows of one page in two steps: the page's ``seq`` values along an index, then their columns.
 
     Sorting and skipping then touch only the narrow index entries, and the joins run for the page's
     rows alone, not for every evaluation of the env.
     """
-    keys = sa.select(Evaluation.seq).where(where)
-    if needs_algorithm:
-        keys = keys.outerjoin(Algorithm, Algorithm.seq == Evaluation.algorithm_seq)
-    seqs = list(session.execute(keys.order_by(*order).limit(page.size).offset(page.offset)).scalars())
-    return fetch_rows(session, seqs)
+    keys = sa.select(Evaluation.seq).where(where).order_by(*order).limit(page.size).offset(page.offset)
+    return fetch_rows(session, list(session.execute(keys).scalars()))
+
+
+def _seqs_by_algorithm_name(session: Session, where: Any, page: Page) -> list[int]:
+    """The ``seq`` values of one page in the order ``LEADERBOARD_SORTS["algorithm"]`` (the algorithm's
+    name, none last, ties by upload), without sorting every row by a joined name.
+
+    The rows are counted per algorithm along ``ix_evaluations_env_algorithm`` and those few groups
+    sorted by name (in the database's collation); only the groups the page overlaps are read, each
+    in upload order along the same index. Algorithms of one name are one group, as in the ORDER BY.
+    """
+    per_algorithm = (
+        sa.select(Evaluation.algorithm_seq, sa.func.count().label("n"))
+        .where(where)
+        .group_by(Evaluation.algorithm_seq)
+        .subquery()
+    )
+    ordered = session.execute(
+        sa.select(per_algorithm.c.algorithm_seq, per_algorithm.c.n, Algorithm.name)
+        .outerjoin(Algorithm, Algorithm.seq == per_algorithm.c.algorithm_seq)
+        .order_by(Algorithm.name.asc().nulls_last(), per_algorithm.c.algorithm_seq)
+    ).all()
+    groups: list[tuple[str | None, list[int], int]] = []  # (name, its algorithms, their rows)
+    for algorithm_seq, n, name in ordered:
+        if groups and name is not None and groups[-1][0] == name:
+            _, members, count = groups[-1]
+            groups[-1] = (name, [*members, algorithm_seq], count + int(n))
+        else:
+            groups.append((name, [algorithm_seq] if algorithm_seq is not None else [], int(n)))
+    seqs: list[int] = []
+    position = 0
+    for name, members, n in groups:
+        if position + n > page.offset and len(seqs) < page.size:
+            of_group = Evaluation.algorithm_seq.in_(members) if name is not None else Evaluation.algorithm_seq.is_(None)
+            keys = (
+                sa.select(Evaluation.seq)
+                .where(where, of_group)
+                .order_by(Evaluation.seq)
+                .limit(page.size - len(seqs))
+                .offset(max(0, page.offset - position))
+            )
+            seqs += session.execute(keys).scalars()
+        position += n
+    return seqs
 
 
 def fetch_rows(session: Session, seqs: list[int]) -> list[EvaluationRow]:
@@ -315,14 +356,12 @@ def algorithm_evaluations(
 
 def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str, int]]:
     """``[(env id, evaluations)]`` of an algorithm, the env with most evaluations first."""
-    count = sa.func.count().label("n")
     rows = session.execute(
-        sa.select(Evaluation.env_id, count)
-        .where(of_algorithm(algorithm_row.seq), Evaluation.env_id.is_not(None))
-        .group_by(Evaluation.env_id)
-        .order_by(count.desc(), Evaluation.env_id.asc())
+        sa.select(AlgorithmEnvStats.env_id, AlgorithmEnvStats.evaluation_count)
+        .where(AlgorithmEnvStats.algorithm_seq == algorithm_row.seq)
+        .order_by(AlgorithmEnvStats.evaluation_count.desc(), AlgorithmEnvStats.env_id.asc())
     )
-    return [(str(r.env_id), int(r.n)) for r in rows]
+    return [(str(env_id), int(n)) for env_id, n in rows]
 
 
 def algorithm_evaluation_ids(
