@@ -41,6 +41,7 @@ __all__ = [
     "EvaluationRecord",
     "RunAlgorithm",
     "StoredVideo",
+    "algorithm_evaluation_seqs",
     "algorithm_of_evaluations",
     "evaluation_record",
     "evaluation_select",
@@ -320,6 +321,18 @@ def of_algorithm(algorithm_seq: int) -> Any:
         Evaluation.algorithm_seq == algorithm_seq,
         sa.and_(Evaluation.algorithm_seq.is_(None), Evaluation.benchmark_run_seq.in_(runs)),
     )
+
+
+def algorithm_evaluation_seqs(algorithm_seq: int, *where: Any) -> Any:
+    """``seq`` of the evaluations of :func:`of_algorithm` (and ``where``), as a subquery: the two ways
+    to belong each along an index of their own (``algorithm_seq``; ``benchmark_run_seq``), so a
+    page of an algorithm's evaluations does not walk every evaluation, newest first, looking for it."""
+    runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_seq)
+    own = sa.select(Evaluation.seq.label("seq")).where(Evaluation.algorithm_seq == algorithm_seq, *where)
+    via_run = sa.select(Evaluation.seq).where(
+        Evaluation.algorithm_seq.is_(None), Evaluation.benchmark_run_seq.in_(runs), *where
+    )
+    return sa.union_all(own, via_run).subquery()
 
 
 def algorithm_of_evaluations() -> Any:

@@ -18,8 +18,6 @@ import dataclasses
 import json
 import logging
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +30,7 @@ from palaestra.benchmarks.runs import profile_thresholds
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, User
 from palaestra.scoreboard.server.web.benchmark_texts import normalisation_text, scorer_text
 from palaestra.scoreboard.server.web.compare import PALETTE
+from palaestra.scoreboard.server.web.page_cache import cached
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
     AggregateRow,
@@ -60,8 +59,6 @@ PROFILE_TAUS = np.linspace(0.0, 1.0, 51)
 METRIC_LABELS = {"iqm": "IQM", "mean": "Mean", "median": "Median", "optimality_gap": "Optimality gap"}
 #: The most runs the probability-of-improvement form offers.
 MAX_RUN_CHOICES = 200
-_cache_lock = threading.Lock()
-_aggregate_cache: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
 
 
 def _spec(benchmark_id: str) -> Benchmark | None:
@@ -280,21 +277,8 @@ def _run_intervals(run_id: str, score: dict[str, Any]) -> tuple[Interval | None,
     if not table:
         return None, None
     signature = ("run", run_id, tuple((k, tuple(v)) for k, v in sorted(table.items())))
-    row = _cached(signature, lambda: [_aggregate_row("", table, 1)])[0]
+    row = cached(signature, lambda: [_aggregate_row("", table, 1)])[0]
     return row.iqm, row.mean
-
-
-def _cached(signature: tuple[Any, ...], compute: Any) -> list[Any]:
-    with _cache_lock:
-        if signature in _aggregate_cache:
-            _aggregate_cache.move_to_end(signature)
-            return _aggregate_cache[signature]
-    value: list[Any] = compute()
-    with _cache_lock:
-        _aggregate_cache[signature] = value
-        while len(_aggregate_cache) > 256:
-            _aggregate_cache.popitem(last=False)
-    return value
 
 
 def _algorithm_aggregates(
@@ -312,7 +296,7 @@ def _algorithm_aggregates(
         benchmark_id,
         tuple((r.id, r.algorithm_id, json.dumps(r.score, sort_keys=True, default=str)) for r in rows),
     )
-    return _cached(signature, lambda: _pool_by_algorithm(rows, taus))
+    return cached(signature, lambda: _pool_by_algorithm(rows, taus))
 
 
 def _pool_by_algorithm(rows: Sequence[Any], taus: np.ndarray = PROFILE_TAUS) -> list[AggregateRow]:
@@ -422,7 +406,7 @@ def improvement(session: Session, benchmark_id: str, x_id: str, y_id: str) -> Im
 
         return [estimate(common), [(t, estimate([t])) for t in common]]
 
-    overall, per_task = _cached(signature, compute)
+    overall, per_task = cached(signature, compute)
     return Improvement(x=_run_row(rows[x_id]), y=_run_row(rows[y_id]), overall=overall, per_task=per_task)
 
 

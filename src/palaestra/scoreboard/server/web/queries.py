@@ -16,11 +16,12 @@ from sqlalchemy.orm import Session
 from palaestra import catalogue
 from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation, User
-from palaestra.scoreboard.server.index_stats import AlgorithmEnvStats
+from palaestra.scoreboard.server.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
 from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
-    of_algorithm,
+    algorithm_evaluation_seqs,
 )
+from palaestra.scoreboard.server.web.page_cache import cached, of_env
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
     EnvCard,
@@ -248,7 +249,9 @@ def leaderboard(
     if not total:
         return [], page
     if sort == "algorithm":
-        return fetch_rows(session, _seqs_by_algorithm_name(session, where, page)), page
+        signature = of_env(session, "per algorithm", env_id, env_total(session, env_id), only)
+        groups = cached(signature, lambda: _name_groups(session, where))
+        return fetch_rows(session, _seqs_by_algorithm_name(session, where, groups, page)), page
     return _page_rows(session, where, order, page), page
 
 
@@ -262,14 +265,13 @@ def _page_rows(session: Session, where: Any, order: tuple[Any, ...], page: Page)
     return fetch_rows(session, list(session.execute(keys).scalars()))
 
 
-def _seqs_by_algorithm_name(session: Session, where: Any, page: Page) -> list[int]:
-    """The ``seq`` values of one page in the order ``LEADERBOARD_SORTS["algorithm"]`` (the algorithm's
-    name, none last, ties by upload), without sorting every row by a joined name.
+#: ``(algorithm name, its algorithms, their rows)`` in the order of ``LEADERBOARD_SORTS["algorithm"]``
+NameGroups = list[tuple[str | None, list[int], int]]
 
-    The rows are counted per algorithm along ``ix_evaluations_env_algorithm`` and those few groups
-    sorted by name (in the database's collation); only the groups the page overlaps are read, each
-    in upload order along the same index. Algorithms of one name are one group, as in the ORDER BY.
-    """
+
+def _name_groups(session: Session, where: Any) -> NameGroups:
+    """The rows of ``where`` counted per algorithm along ``ix_evaluations_env_algorithm``, grouped by
+    the algorithm's name and sorted by it (in the database's collation; no algorithm last)."""
     per_algorithm = (
         sa.select(Evaluation.algorithm_seq, sa.func.count().label("n"))
         .where(where)
@@ -281,13 +283,21 @@ def _seqs_by_algorithm_name(session: Session, where: Any, page: Page) -> list[in
         .outerjoin(Algorithm, Algorithm.seq == per_algorithm.c.algorithm_seq)
         .order_by(Algorithm.name.asc().nulls_last(), per_algorithm.c.algorithm_seq)
     ).all()
-    groups: list[tuple[str | None, list[int], int]] = []  # (name, its algorithms, their rows)
+    groups: NameGroups = []
     for algorithm_seq, n, name in ordered:
         if groups and name is not None and groups[-1][0] == name:
             _, members, count = groups[-1]
             groups[-1] = (name, [*members, algorithm_seq], count + int(n))
         else:
             groups.append((name, [algorithm_seq] if algorithm_seq is not None else [], int(n)))
+    return groups
+
+
+def _seqs_by_algorithm_name(session: Session, where: Any, groups: NameGroups, page: Page) -> list[int]:
+    """The ``seq`` values of one page in the order ``LEADERBOARD_SORTS["algorithm"]`` (the algorithm's
+    name, none last, ties by upload), without sorting every row by a joined name: only the name
+    groups the page overlaps are read, each in upload order along ``ix_evaluations_env_algorithm``.
+    Algorithms of one name are one group, as in the ORDER BY."""
     seqs: list[int] = []
     position = 0
     for name, members, n in groups:
@@ -317,15 +327,13 @@ def fetch_rows(session: Session, seqs: list[int]) -> list[EvaluationRow]:
 # -- user and algorithm pages ------------------------------------------------------------------------
 
 
-def _paged_rows(
-    session: Session, where: Any, page_number: int, path: str, size: int = PAGE_SIZE
-) -> tuple[list[EvaluationRow], Page]:
-    total = int(
-        session.execute(sa.select(sa.func.count()).select_from(Evaluation).where(where)).scalar() or 0
-    )
-    number = clamp_page(page_number, total, size)
-    page = Page(number=number, size=size, total=total, path=path)
-    return _page_rows(session, where, (Evaluation.seq.desc(),), page), page
+def _newest_first(session: Session, of: Any, kept_count: Any, page_number: int, path: str) -> tuple[list[EvaluationRow], Page]:
+    """One page, newest first, of the evaluations whose ``seq`` the subquery ``of`` selects; their
+    count is the kept one that ``kept_count`` selects (none kept: none yet)."""
+    total = int(session.scalar(kept_count) or 0)
+    page = Page(number=clamp_page(page_number, total), size=PAGE_SIZE, total=total, path=path)
+    keys = sa.select(of.c.seq).order_by(of.c.seq.desc()).limit(page.size).offset(page.offset)
+    return fetch_rows(session, list(session.execute(keys).scalars())), page
 
 
 def user(session: Session, name: str) -> User | None:
@@ -335,7 +343,9 @@ def user(session: Session, name: str) -> User | None:
 def user_evaluations(
     session: Session, user_row: User, page_number: int, path: str
 ) -> tuple[list[EvaluationRow], Page]:
-    return _paged_rows(session, Evaluation.user_seq == user_row.seq, page_number, path)
+    of = sa.select(Evaluation.seq).where(Evaluation.user_seq == user_row.seq).subquery()
+    kept = sa.select(UserStats.evaluation_count).where(UserStats.user_seq == user_row.seq)
+    return _newest_first(session, of, kept, page_number, path)
 
 
 def algorithm(session: Session, algorithm_id: str) -> tuple[Algorithm, str] | None:
@@ -351,7 +361,8 @@ def algorithm(session: Session, algorithm_id: str) -> tuple[Algorithm, str] | No
 def algorithm_evaluations(
     session: Session, algorithm_row: Algorithm, page_number: int, path: str
 ) -> tuple[list[EvaluationRow], Page]:
-    return _paged_rows(session, of_algorithm(algorithm_row.seq), page_number, path)
+    kept = sa.select(AlgorithmStats.evaluation_count).where(AlgorithmStats.algorithm_seq == algorithm_row.seq)
+    return _newest_first(session, algorithm_evaluation_seqs(algorithm_row.seq), kept, page_number, path)
 
 
 def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str, int]]:
@@ -368,10 +379,7 @@ def algorithm_evaluation_ids(
     session: Session, algorithm_row: Algorithm, env_id: str, limit: int
 ) -> list[str]:
     """The ids of an algorithm's most recent ``limit`` evaluations of ``env_id``."""
-    stmt = (
-        sa.select(Evaluation.id)
-        .where(of_algorithm(algorithm_row.seq), Evaluation.env_id == env_id)
-        .order_by(Evaluation.seq.desc())
-        .limit(limit)
-    )
+    of = algorithm_evaluation_seqs(algorithm_row.seq, Evaluation.env_id == env_id)
+    newest = sa.select(of.c.seq).order_by(of.c.seq.desc()).limit(limit).subquery()
+    stmt = sa.select(Evaluation.id).join(newest, newest.c.seq == Evaluation.seq).order_by(Evaluation.seq.desc())
     return [str(i) for i in session.execute(stmt).scalars()]
