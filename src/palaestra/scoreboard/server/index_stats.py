@@ -30,25 +30,27 @@ from palaestra.scoreboard.server.records import algorithm_of_evaluations
 __all__ = ["AlgorithmEnvStats", "AlgorithmStats", "UserStats", "add_evaluation", "rebuild"]
 
 
-class UserStats(Base):
-    __tablename__ = "user_stats"
+class _Counts:
+    """The counted columns of a user's or an algorithm's row."""
 
-    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"), primary_key=True, autoincrement=False)
     evaluation_count: Mapped[int] = mapped_column(default=0)
     solved_count: Mapped[int] = mapped_column(default=0)
-    #: ``seq`` of the user's newest evaluation (the "latest upload" order)
+    #: ``seq`` of the newest evaluation (the "latest upload" order)
     last_seq: Mapped[int] = mapped_column(default=0)
 
 
-class AlgorithmStats(Base):
+class UserStats(_Counts, Base):
+    __tablename__ = "user_stats"
+
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"), primary_key=True, autoincrement=False)
+
+
+class AlgorithmStats(_Counts, Base):
     __tablename__ = "algorithm_stats"
 
     algorithm_seq: Mapped[int] = mapped_column(
         sa.ForeignKey("algorithms.seq"), primary_key=True, autoincrement=False
     )
-    evaluation_count: Mapped[int] = mapped_column(default=0)
-    solved_count: Mapped[int] = mapped_column(default=0)
-    last_seq: Mapped[int] = mapped_column(default=0)
 
 
 class AlgorithmEnvStats(Base):
