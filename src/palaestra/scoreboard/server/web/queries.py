@@ -115,7 +115,16 @@ def _to_rows(result: Sequence[Any]) -> list[EvaluationRow]:
 
 
 def home(session: Session) -> tuple[list[GroupView], int, int]:
-    """``(groups, total evaluations, envs with evaluations)`` for ``/``: every catalogue env, grouped."""
+    """``(groups, total evaluations, envs with evaluations)`` for ``/``: every catalogue env, grouped
+    (a walk of the whole catalogue and a lookup per solved env: kept until an env has another
+    evaluation, which adds to the ``envs`` rows' sum)."""
+    envs, evaluations = session.execute(
+        sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(EnvStats.evaluation_count), 0))
+    ).one()
+    return cached(("home", str(session.get_bind().engine.url), envs, evaluations), lambda: _home(session))
+
+
+def _home(session: Session) -> tuple[list[GroupView], int, int]:
     stats = {s.env_id: s for s in session.execute(sa.select(EnvStats)).scalars()}
     fewest = _fewest_episodes_per_env(session, [e for e, s in stats.items() if s.solved_count])
     cards_by_group: dict[str, list[EnvCard]] = {g.id: [] for g in catalogue.GROUPS}
