@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-__all__ = ["cached", "of_env"]
+__all__ = ["cached", "of_database", "of_env"]
 
 T = TypeVar("T")
 SIZE = 256
@@ -38,9 +38,13 @@ def cached(signature: tuple[Any, ...], compute: Callable[[], T]) -> T:
     return value
 
 
+def of_database(session: Session, *parts: Any) -> tuple[Any, ...]:
+    """A signature of ``parts`` in the database of ``session`` (processes and tests may serve several)."""
+    return (str(session.get_bind().engine.url), *parts)
+
+
 def of_env(session: Session, what: str, env_id: str, evaluations: int, only: Any = None) -> tuple[Any, ...]:
-    """The signature of ``what`` computed over the ``evaluations`` evaluations of ``env_id`` in the
-    database of ``session`` (or those of them that the SQL condition ``only`` selects, named by its
-    text with its values)."""
+    """The signature of ``what`` computed over the ``evaluations`` evaluations of ``env_id`` (or those
+    of them that the SQL condition ``only`` selects, named by its text with its values)."""
     chosen = str(only.compile(compile_kwargs={"literal_binds": True})) if only is not None else None
-    return (what, str(session.get_bind().engine.url), env_id, evaluations, chosen)
+    return of_database(session, what, env_id, evaluations, chosen)

@@ -21,7 +21,7 @@ from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
     algorithm_evaluation_seqs,
 )
-from palaestra.scoreboard.server.web.page_cache import cached, of_env
+from palaestra.scoreboard.server.web.page_cache import cached, of_database, of_env
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
     EnvCard,
@@ -121,7 +121,7 @@ def home(session: Session) -> tuple[list[GroupView], int, int]:
     envs, evaluations = session.execute(
         sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(EnvStats.evaluation_count), 0))
     ).one()
-    return cached(("home", str(session.get_bind().engine.url), envs, evaluations), lambda: _home(session))
+    return cached(of_database(session, "home", envs, evaluations), lambda: _home(session))
 
 
 def _home(session: Session) -> tuple[list[GroupView], int, int]:
@@ -311,7 +311,9 @@ def _seqs_by_algorithm_name(session: Session, where: Any, groups: NameGroups, pa
     position = 0
     for name, members, n in groups:
         if position + n > page.offset and len(seqs) < page.size:
-            of_group = Evaluation.algorithm_seq.in_(members) if name is not None else Evaluation.algorithm_seq.is_(None)
+            of_group = (
+                Evaluation.algorithm_seq.in_(members) if name is not None else Evaluation.algorithm_seq.is_(None)
+            )
             keys = (
                 sa.select(Evaluation.seq)
                 .where(where, of_group)
@@ -336,7 +338,9 @@ def fetch_rows(session: Session, seqs: list[int]) -> list[EvaluationRow]:
 # -- user and algorithm pages ------------------------------------------------------------------------
 
 
-def _newest_first(session: Session, of: Any, kept_count: Any, page_number: int, path: str) -> tuple[list[EvaluationRow], Page]:
+def _newest_first(
+    session: Session, of: Any, kept_count: Any, page_number: int, path: str
+) -> tuple[list[EvaluationRow], Page]:
     """One page, newest first, of the evaluations whose ``seq`` the subquery ``of`` selects; their
     count is the kept one that ``kept_count`` selects (none kept: none yet)."""
     total = int(session.scalar(kept_count) or 0)
