@@ -192,7 +192,7 @@ def _bulk_insert(session: Any, rows: list[dict[str, Any]]) -> None:
 
     conn = session.connection()
     if conn.dialect.name != "postgresql":
-        session.execute(sa.insert(m.Evaluation), rows)
+        conn.execute(sa.insert(m.Evaluation.__table__), rows)  # Core executemany: no ORM per row
         return
     import json
 
