@@ -20,6 +20,7 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server import db as m
+from palaestra.scoreboard.server import index_stats
 from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.config import resolve_config
 from palaestra.scoreboard.server.evaluation_scoring import curves_of
@@ -69,6 +70,8 @@ def _store_evaluations(state: Any) -> dict[str, Any]:
             s.flush()
             m.upsert_env_stats(s, "CartPole-v1", "classic_control", True, stats["mean"], evaluation.solved,
                                evaluation.id, evaluation.created)
+            index_stats.add_evaluation(s, evaluation.seq, evaluation.user_seq, evaluation.algorithm_seq,
+                                       "CartPole-v1", evaluation.solved)
             ids.append(evaluation.id)
     return {"ids": ids}
 

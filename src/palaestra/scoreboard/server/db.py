@@ -87,6 +87,8 @@ class Evaluation(Base):
         sa.Index("ix_evaluations_algorithm_seq", "algorithm_seq", "seq"),
         sa.Index("ix_evaluations_benchmark_run", "benchmark_run_seq"),
         sa.Index("ix_evaluations_env_conditions", "env_id", "conditions_key", "seq"),
+        # an env page in algorithm order counts its rows per algorithm, then reads them, along this
+        sa.Index("ix_evaluations_env_algorithm", "env_id", "algorithm_seq", "seq"),
     )
 
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)

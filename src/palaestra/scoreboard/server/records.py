@@ -43,6 +43,7 @@ __all__ = [
     "EvaluationRecord",
     "RunAlgorithm",
     "StoredVideo",
+    "algorithm_evaluation_seqs",
     "algorithm_of_evaluations",
     "evaluation_record",
     "evaluation_select",
@@ -324,14 +325,29 @@ def of_algorithm(algorithm_seq: int) -> Any:
     )
 
 
+def algorithm_evaluation_seqs(algorithm_seq: int, *where: Any) -> Any:
+    """``seq`` of the evaluations of :func:`of_algorithm` (and ``where``), as a subquery: the two ways
+    to belong each along an index of their own (``algorithm_seq``; ``benchmark_run_seq``), so a
+    page of an algorithm's evaluations does not walk every evaluation, newest first, looking for it."""
+    runs = sa.select(BenchmarkRun.seq).where(BenchmarkRun.algorithm_seq == algorithm_seq)
+    own = sa.select(Evaluation.seq.label("seq")).where(Evaluation.algorithm_seq == algorithm_seq, *where)
+    via_run = sa.select(Evaluation.seq).where(
+        Evaluation.algorithm_seq.is_(None), Evaluation.benchmark_run_seq.in_(runs), *where
+    )
+    return sa.union_all(own, via_run).subquery()
+
+
 def algorithm_of_evaluations() -> Any:
-    """``(algorithm_seq, env_id, seq)`` of every evaluation that belongs to an algorithm, by the rule of
-    :func:`of_algorithm`, as a subquery (for counting per algorithm)."""
+    """``(algorithm_seq, env_id, seq, solved)`` of every evaluation that belongs to an algorithm, by the
+    rule of :func:`of_algorithm`, as a subquery (for counting per algorithm)."""
     own = sa.select(
-        Evaluation.algorithm_seq.label("algorithm_seq"), Evaluation.env_id.label("env_id"), Evaluation.seq.label("seq")
+        Evaluation.algorithm_seq.label("algorithm_seq"),
+        Evaluation.env_id.label("env_id"),
+        Evaluation.seq.label("seq"),
+        Evaluation.solved.label("solved"),
     ).where(Evaluation.algorithm_seq.is_not(None))
     via_run = (
-        sa.select(BenchmarkRun.algorithm_seq, Evaluation.env_id, Evaluation.seq)
+        sa.select(BenchmarkRun.algorithm_seq, Evaluation.env_id, Evaluation.seq, Evaluation.solved)
         .join(BenchmarkRun, BenchmarkRun.seq == Evaluation.benchmark_run_seq)
         .where(Evaluation.algorithm_seq.is_(None), BenchmarkRun.algorithm_seq.is_not(None))
     )

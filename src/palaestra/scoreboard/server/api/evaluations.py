@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import EpisodeBatch
 from palaestra.scoreboard.provenance_wire import Provenance
-from palaestra.scoreboard.server import benchmarking
+from palaestra.scoreboard.server import benchmarking, index_stats
 from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.api.algorithms import find_algorithm, resolve_algorithm
 from palaestra.scoreboard.server.api.benchmark_runs import own_run
@@ -406,13 +406,18 @@ def _insert(
         **_provenance_columns(env_id, new.body.provenance),
         **scoring.columns(),
     }
-    session.connection().execute(_INSERT_EVALUATION, values)
+    inserted = session.connection().execute(_INSERT_EVALUATION, values).inserted_primary_key
+    assert inserted is not None  # a single-row INSERT
     _claim_files(session, refs, new.content.file_updates, new.id)
     if refs.run is not None and session.scalar(_RUN_STATUS, {"run_seq": refs.run.seq}) == "committed":
         raise Problem(409, f"Benchmark run {refs.run.id} was committed meanwhile.", "benchmark_run_id")
     scorelog.append_evaluation(session, values, new.content.blobs)
     upsert_env_stats(
         session, env_id, scoring.group, scoring.listed, scoring.score.mean, scoring.score.solved, new.id, now
+    )
+    owner = algorithm or refs.run_algorithm
+    index_stats.add_evaluation(
+        session, inserted[0], new.principal.user_seq, owner.seq if owner else None, env_id, scoring.score.solved
     )
     record = EvaluationRecord.of(
         snapshot(Evaluation, values),

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
+from palaestra.scoreboard.server import index_stats
 from palaestra.scoreboard.server.archive import format as fmt
 from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.database import Database
@@ -123,6 +124,8 @@ def _insert_rows(db: Database, source: Path, manifest: dict[str, Any], progress:
             if table.path not in listed:
                 continue  # API keys of an export made without --include-keys
             rows[table.name] = _insert_table(session, table, source / table.path, progress)
+        # derived from the evaluations, not exported: the per-user and per-algorithm counts
+        index_stats.rebuild(session.connection())
         if session.connection().dialect.name == "postgresql":
             _move_sequences(session)
     return rows

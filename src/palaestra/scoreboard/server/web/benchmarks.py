@@ -18,8 +18,6 @@ import dataclasses
 import json
 import logging
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,6 +31,7 @@ from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.web.benchmark_texts import normalisation_text, scorer_text
 from palaestra.scoreboard.server.web.compare import PALETTE
+from palaestra.scoreboard.server.web.page_cache import cached
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
     AggregateRow,
@@ -61,10 +60,8 @@ PROFILE_TAUS = np.linspace(0.0, 1.0, 51)
 METRIC_LABELS = {"iqm": "IQM", "mean": "Mean", "median": "Median", "optimality_gap": "Optimality gap"}
 #: The most runs the probability-of-improvement form offers.
 MAX_RUN_CHOICES = 200
-_cache_lock = threading.Lock()
 #: (run id, its score, its kept bootstrap) -> (the statistics to show, whether they are being computed)
 StatisticsOf = Callable[[str, dict[str, Any], dict[str, Any] | None], tuple[dict[str, Any], bool]]
-_aggregate_cache: OrderedDict[tuple[Any, ...], list[Any]] = OrderedDict()
 
 
 def _spec(benchmark_id: str) -> Benchmark | None:
@@ -280,19 +277,6 @@ def _run_intervals(score: dict[str, Any], stored: dict[str, Any]) -> tuple[Inter
     return _interval(stored.get("iqm"), spread, most), _interval(stored.get("mean"), spread, most)
 
 
-def _cached(signature: tuple[Any, ...], compute: Any) -> list[Any]:
-    with _cache_lock:
-        if signature in _aggregate_cache:
-            _aggregate_cache.move_to_end(signature)
-            return _aggregate_cache[signature]
-    value: list[Any] = compute()
-    with _cache_lock:
-        _aggregate_cache[signature] = value
-        while len(_aggregate_cache) > 256:
-            _aggregate_cache.popitem(last=False)
-    return value
-
-
 def _algorithm_aggregates(
     session: Session, benchmark_id: str, taus: np.ndarray = PROFILE_TAUS, limit: int = 2000
 ) -> list[AggregateRow]:
@@ -308,7 +292,7 @@ def _algorithm_aggregates(
         benchmark_id,
         tuple((r.id, r.algorithm_id, json.dumps(r.score, sort_keys=True, default=str)) for r in rows),
     )
-    return _cached(signature, lambda: _pool_by_algorithm(rows, taus))
+    return cached(signature, lambda: _pool_by_algorithm(rows, taus))
 
 
 def _pool_by_algorithm(rows: Sequence[Any], taus: np.ndarray = PROFILE_TAUS) -> list[AggregateRow]:
@@ -418,7 +402,7 @@ def improvement(session: Session, benchmark_id: str, x_id: str, y_id: str) -> Im
 
         return [estimate(common), [(t, estimate([t])) for t in common]]
 
-    overall, per_task = _cached(signature, compute)
+    overall, per_task = cached(signature, compute)
     return Improvement(x=_run_row(rows[x_id]), y=_run_row(rows[y_id]), overall=overall, per_task=per_task)
 
 

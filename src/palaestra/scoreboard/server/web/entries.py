@@ -34,6 +34,8 @@ from palaestra.scoreboard.server.conditions import (
 )
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.records import EvaluationRecord, RunAlgorithm
+from palaestra.scoreboard.server.web import queries
+from palaestra.scoreboard.server.web.page_cache import cached, of_env
 
 __all__ = [
     "ALL_CONDITIONS",
@@ -72,7 +74,13 @@ def _param(key: str | None) -> str:
 
 
 def condition_sets(session: Session, env_id: str) -> list[ConditionSet]:
-    """The sets of conditions of ``env_id``'s evaluations, the largest first."""
+    """The sets of conditions of ``env_id``'s evaluations, the largest first (one scan of the env's
+    index entries, kept until the env has another evaluation)."""
+    signature = of_env(session, "condition sets", env_id, queries.env_total(session, env_id))
+    return cached(signature, lambda: _condition_sets(session, env_id))
+
+
+def _condition_sets(session: Session, env_id: str) -> list[ConditionSet]:
     stmt = (
         sa.select(Evaluation.conditions_key, sa.func.count(), sa.func.min(Evaluation.seq))
         .where(Evaluation.env_id == env_id)
@@ -227,7 +235,13 @@ def _score_interval(values: np.ndarray) -> Interval:
 
 def rank_entries(session: Session, env_id: str, only: Any = None) -> list[Entry]:
     """The env's seed groups, best first: more seeds solved (as a share), then fewer median episodes
-    to solve, then a higher IQM score."""
+    to solve, then a higher IQM score (a bootstrap per group: kept until the env has another
+    evaluation)."""
+    signature = of_env(session, "entries", env_id, queries.env_total(session, env_id), only)
+    return cached(signature, lambda: _rank_entries(session, env_id, only))
+
+
+def _rank_entries(session: Session, env_id: str, only: Any) -> list[Entry]:
     stmt = (
         sa.select(
             Evaluation.id,

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from palaestra import catalogue
 from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.db import Algorithm, EnvStats, Evaluation
-from palaestra.scoreboard.server.records import algorithm_of_evaluations
+from palaestra.scoreboard.server.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
 from palaestra.scoreboard.server.web.queries import fetch_rows
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
@@ -73,39 +73,44 @@ def _sorted_page(
     return page, tuple(sa.text(clause) for clause in order)
 
 
+def _index_page(
+    session: Session,
+    listed: sa.Select[Any],
+    counted: Any,
+    sorts: dict[str, tuple[str, tuple[str, ...]]],
+    sort: str,
+    page_number: int,
+    path: str,
+) -> tuple[list[Any], Page, dict[int, Any]]:
+    """One page of ``listed`` (every row of ``counted`` with its kept aggregates: ``n_evaluations``,
+    ``last_upload_order``, ...) in the order ``sort``, and ``{seq: created}`` of each row's newest
+    evaluation."""
+    total = int(session.execute(sa.select(sa.func.count()).select_from(counted)).scalar() or 0)
+    page, order = _sorted_page(sorts, sort, page_number, total, path)
+    rows = list(session.execute(listed.order_by(*order).limit(page.size).offset(page.offset)))
+    return rows, page, _created_of(session, [r.last_upload_order for r in rows if r.last_upload_order])
+
+
+def _counts(stats: Any) -> tuple[Any, ...]:
+    """The aggregate columns of a ``user_stats`` or ``algorithm_stats`` row (0 where it has none yet)."""
+    return (
+        sa.func.coalesce(stats.evaluation_count, 0).label("n_evaluations"),
+        sa.func.coalesce(stats.solved_count, 0).label("n_solved"),
+        sa.func.coalesce(stats.last_seq, 0).label("last_upload_order"),
+    )
+
+
 def users_index(session: Session, sort: str, page_number: int, path: str) -> tuple[list[UserCard], Page]:
     """One page of every user, with their evaluations' count, solved count and latest upload."""
-    per_user = (
-        sa.select(
-            Evaluation.user_seq.label("user_seq"),
-            sa.func.count().label("n"),
-            sa.func.sum(sa.case((Evaluation.solved.is_(True), 1), else_=0)).label("solved"),
-            sa.func.max(Evaluation.seq).label("last_seq"),
-        )
-        .group_by(Evaluation.user_seq)
-        .subquery()
-    )
-    total = int(session.execute(sa.select(sa.func.count()).select_from(User)).scalar() or 0)
-    page, order = _sorted_page(USER_SORTS, sort, page_number, total, path)
-    stmt = (
-        sa.select(
-            User.name.label("name"),
-            User.created.label("created"),
-            sa.func.coalesce(per_user.c.n, 0).label("n_evaluations"),
-            sa.func.coalesce(per_user.c.solved, 0).label("n_solved"),
-            sa.func.coalesce(per_user.c.last_seq, 0).label("last_upload_order"),
-            per_user.c.last_seq,
-        )
+    listed = (
+        sa.select(User.name.label("name"), User.created, *_counts(UserStats))
         .select_from(User)
-        .outerjoin(per_user, per_user.c.user_seq == User.seq)
-        .order_by(*order)
-        .limit(page.size)
-        .offset(page.offset)
+        .outerjoin(UserStats, UserStats.user_seq == User.seq)
     )
-    rows = session.execute(stmt).all()
-    when = _created_of(session, [r.last_seq for r in rows if r.last_seq])
+    rows, page, when = _index_page(session, listed, User, USER_SORTS, sort, page_number, path)
     cards = [
-        UserCard(r.name, r.created, int(r.n_evaluations), int(r.n_solved), when.get(r.last_seq)) for r in rows
+        UserCard(r.name, r.created, int(r.n_evaluations), int(r.n_solved), when.get(r.last_upload_order))
+        for r in rows
     ]
     return cards, page
 
@@ -120,43 +125,39 @@ def _created_of(session: Session, seqs: list[int]) -> dict[int, Any]:
 
 def algorithms_index(session: Session, sort: str, page_number: int, path: str) -> tuple[list[AlgorithmCard], Page]:
     """One page of every algorithm, with its owner, evaluations, envs and latest upload."""
-    evaluations = algorithm_of_evaluations()
-    per_algorithm = (
+    listed = (
         sa.select(
-            evaluations.c.algorithm_seq,
-            sa.func.count().label("n"),
-            sa.func.count(sa.distinct(evaluations.c.env_id)).label("envs"),
-            sa.func.max(evaluations.c.seq).label("last_seq"),
-        )
-        .group_by(evaluations.c.algorithm_seq)
-        .subquery()
-    )
-    total = int(session.execute(sa.select(sa.func.count()).select_from(Algorithm)).scalar() or 0)
-    page, order = _sorted_page(ALGORITHM_SORTS, sort, page_number, total, path)
-    stmt = (
-        sa.select(
+            Algorithm.seq,
             Algorithm.id.label("id"),
             Algorithm.name.label("name"),
             User.name.label("owner"),
-            sa.func.coalesce(per_algorithm.c.n, 0).label("n_evaluations"),
-            sa.func.coalesce(per_algorithm.c.envs, 0).label("n_envs"),
-            sa.func.coalesce(per_algorithm.c.last_seq, 0).label("last_upload_order"),
-            per_algorithm.c.last_seq,
+            *_counts(AlgorithmStats),
         )
         .select_from(Algorithm)
         .join(User, User.seq == Algorithm.user_seq)
-        .outerjoin(per_algorithm, per_algorithm.c.algorithm_seq == Algorithm.seq)
-        .order_by(*order)
-        .limit(page.size)
-        .offset(page.offset)
+        .outerjoin(AlgorithmStats, AlgorithmStats.algorithm_seq == Algorithm.seq)
     )
-    rows = session.execute(stmt).all()
-    when = _created_of(session, [r.last_seq for r in rows if r.last_seq])
+    rows, page, when = _index_page(session, listed, Algorithm, ALGORITHM_SORTS, sort, page_number, path)
+    envs = _env_counts(session, [r.seq for r in rows])
     cards = [
-        AlgorithmCard(r.id, r.name, r.owner, int(r.n_evaluations), int(r.n_envs), when.get(r.last_seq))
+        AlgorithmCard(
+            r.id, r.name, r.owner, int(r.n_evaluations), envs.get(r.seq, 0), when.get(r.last_upload_order)
+        )
         for r in rows
     ]
     return cards, page
+
+
+def _env_counts(session: Session, algorithm_seqs: list[int]) -> dict[int, int]:
+    """``{algorithm seq: envs it has evaluations of}``."""
+    if not algorithm_seqs:
+        return {}
+    rows = session.execute(
+        sa.select(AlgorithmEnvStats.algorithm_seq, sa.func.count())
+        .where(AlgorithmEnvStats.algorithm_seq.in_(algorithm_seqs))
+        .group_by(AlgorithmEnvStats.algorithm_seq)
+    )
+    return {seq: int(n) for seq, n in rows}
 
 
 SEARCH_KINDS = ("env", "algorithm", "user")
@@ -249,12 +250,9 @@ def _algorithm_hits(session: Session, match: Any, offset: int, limit: int) -> li
 
 
 def _user_hits(session: Session, text: str, offset: int, limit: int) -> list[SearchHit]:
-    per_user = (
-        sa.select(Evaluation.user_seq, sa.func.count().label("n")).group_by(Evaluation.user_seq).subquery()
-    )
     rows = session.execute(
-        sa.select(User.name, sa.func.coalesce(per_user.c.n, 0).label("n"))
-        .outerjoin(per_user, per_user.c.user_seq == User.seq)
+        sa.select(User.name, sa.func.coalesce(UserStats.evaluation_count, 0).label("n"))
+        .outerjoin(UserStats, UserStats.user_seq == User.seq)
         .where(_contains(User.name, text))
         .order_by(User.name)
         .offset(offset)

@@ -17,10 +17,12 @@ from palaestra import catalogue
 from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.conditions import conditions_label
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation
+from palaestra.scoreboard.server.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
 from palaestra.scoreboard.server.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
-    of_algorithm,
+    algorithm_evaluation_seqs,
 )
+from palaestra.scoreboard.server.web.page_cache import cached, of_database, of_env
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
     EnvCard,
@@ -114,7 +116,16 @@ def _to_rows(result: Sequence[Any]) -> list[EvaluationRow]:
 
 
 def home(session: Session) -> tuple[list[GroupView], int, int]:
-    """``(groups, total evaluations, envs with evaluations)`` for ``/``: every catalogue env, grouped."""
+    """``(groups, total evaluations, envs with evaluations)`` for ``/``: every catalogue env, grouped
+    (a walk of the whole catalogue and a lookup per solved env: kept until an env has another
+    evaluation, which adds to the ``envs`` rows' sum)."""
+    envs, evaluations = session.execute(
+        sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(EnvStats.evaluation_count), 0))
+    ).one()
+    return cached(of_database(session, "home", envs, evaluations), lambda: _home(session))
+
+
+def _home(session: Session) -> tuple[list[GroupView], int, int]:
     stats = {s.env_id: s for s in session.execute(sa.select(EnvStats)).scalars()}
     fewest = _fewest_episodes_per_env(session, [e for e, s in stats.items() if s.solved_count])
     cards_by_group: dict[str, list[EnvCard]] = {g.id: [] for g in catalogue.GROUPS}
@@ -247,22 +258,73 @@ def leaderboard(
     page = Page(number=number, size=size, total=total, path=path, sort=sort, sort_label=label)
     if not total:
         return [], page
-    return _page_rows(session, where, order, page, needs_algorithm=sort == "algorithm"), page
+    if sort == "algorithm":
+        signature = of_env(session, "per algorithm", env_id, env_total(session, env_id), only)
+        groups = cached(signature, lambda: _name_groups(session, where))
+        return fetch_rows(session, _seqs_by_algorithm_name(session, where, groups, page)), page
+    return _page_rows(session, where, order, page), page
 
 
-def _page_rows(
-    session: Session, where: Any, order: tuple[Any, ...], page: Page, needs_algorithm: bool = False
-) -> list[EvaluationRow]:
+def _page_rows(session: Session, where: Any, order: tuple[Any, ...], page: Page) -> list[EvaluationRow]:
     """The rows of one page in two steps: the page's ``seq`` values along an index, then their columns.
 
     Sorting and skipping then touch only the narrow index entries, and the joins run for the page's
     rows alone, not for every evaluation of the env.
     """
-    keys = sa.select(Evaluation.seq).where(where)
-    if needs_algorithm:
-        keys = keys.outerjoin(Algorithm, Algorithm.seq == Evaluation.algorithm_seq)
-    seqs = list(session.execute(keys.order_by(*order).limit(page.size).offset(page.offset)).scalars())
-    return fetch_rows(session, seqs)
+    keys = sa.select(Evaluation.seq).where(where).order_by(*order).limit(page.size).offset(page.offset)
+    return fetch_rows(session, list(session.execute(keys).scalars()))
+
+
+#: ``(algorithm name, its algorithms, their rows)`` in the order of ``LEADERBOARD_SORTS["algorithm"]``
+NameGroups = list[tuple[str | None, list[int], int]]
+
+
+def _name_groups(session: Session, where: Any) -> NameGroups:
+    """The rows of ``where`` counted per algorithm along ``ix_evaluations_env_algorithm``, grouped by
+    the algorithm's name and sorted by it (in the database's collation; no algorithm last)."""
+    per_algorithm = (
+        sa.select(Evaluation.algorithm_seq, sa.func.count().label("n"))
+        .where(where)
+        .group_by(Evaluation.algorithm_seq)
+        .subquery()
+    )
+    ordered = session.execute(
+        sa.select(per_algorithm.c.algorithm_seq, per_algorithm.c.n, Algorithm.name)
+        .outerjoin(Algorithm, Algorithm.seq == per_algorithm.c.algorithm_seq)
+        .order_by(Algorithm.name.asc().nulls_last(), per_algorithm.c.algorithm_seq)
+    ).all()
+    groups: NameGroups = []
+    for algorithm_seq, n, name in ordered:
+        if groups and name is not None and groups[-1][0] == name:
+            _, members, count = groups[-1]
+            groups[-1] = (name, [*members, algorithm_seq], count + int(n))
+        else:
+            groups.append((name, [algorithm_seq] if algorithm_seq is not None else [], int(n)))
+    return groups
+
+
+def _seqs_by_algorithm_name(session: Session, where: Any, groups: NameGroups, page: Page) -> list[int]:
+    """The ``seq`` values of one page in the order ``LEADERBOARD_SORTS["algorithm"]`` (the algorithm's
+    name, none last, ties by upload), without sorting every row by a joined name: only the name
+    groups the page overlaps are read, each in upload order along ``ix_evaluations_env_algorithm``.
+    Algorithms of one name are one group, as in the ORDER BY."""
+    seqs: list[int] = []
+    position = 0
+    for name, members, n in groups:
+        if position + n > page.offset and len(seqs) < page.size:
+            of_group = (
+                Evaluation.algorithm_seq.in_(members) if name is not None else Evaluation.algorithm_seq.is_(None)
+            )
+            keys = (
+                sa.select(Evaluation.seq)
+                .where(where, of_group)
+                .order_by(Evaluation.seq)
+                .limit(page.size - len(seqs))
+                .offset(max(0, page.offset - position))
+            )
+            seqs += session.execute(keys).scalars()
+        position += n
+    return seqs
 
 
 def fetch_rows(session: Session, seqs: list[int]) -> list[EvaluationRow]:
@@ -277,15 +339,15 @@ def fetch_rows(session: Session, seqs: list[int]) -> list[EvaluationRow]:
 # -- user and algorithm pages ------------------------------------------------------------------------
 
 
-def _paged_rows(
-    session: Session, where: Any, page_number: int, path: str, size: int = PAGE_SIZE
+def _newest_first(
+    session: Session, of: Any, kept_count: Any, page_number: int, path: str
 ) -> tuple[list[EvaluationRow], Page]:
-    total = int(
-        session.execute(sa.select(sa.func.count()).select_from(Evaluation).where(where)).scalar() or 0
-    )
-    number = clamp_page(page_number, total, size)
-    page = Page(number=number, size=size, total=total, path=path)
-    return _page_rows(session, where, (Evaluation.seq.desc(),), page), page
+    """One page, newest first, of the evaluations whose ``seq`` the subquery ``of`` selects; their
+    count is the kept one that ``kept_count`` selects (none kept: none yet)."""
+    total = int(session.scalar(kept_count) or 0)
+    page = Page(number=clamp_page(page_number, total), size=PAGE_SIZE, total=total, path=path)
+    keys = sa.select(of.c.seq).order_by(of.c.seq.desc()).limit(page.size).offset(page.offset)
+    return fetch_rows(session, list(session.execute(keys).scalars())), page
 
 
 def user(session: Session, name: str) -> User | None:
@@ -295,7 +357,9 @@ def user(session: Session, name: str) -> User | None:
 def user_evaluations(
     session: Session, user_row: User, page_number: int, path: str
 ) -> tuple[list[EvaluationRow], Page]:
-    return _paged_rows(session, Evaluation.user_seq == user_row.seq, page_number, path)
+    of = sa.select(Evaluation.seq).where(Evaluation.user_seq == user_row.seq).subquery()
+    kept = sa.select(UserStats.evaluation_count).where(UserStats.user_seq == user_row.seq)
+    return _newest_first(session, of, kept, page_number, path)
 
 
 def algorithm(session: Session, algorithm_id: str) -> tuple[Algorithm, str] | None:
@@ -311,29 +375,25 @@ def algorithm(session: Session, algorithm_id: str) -> tuple[Algorithm, str] | No
 def algorithm_evaluations(
     session: Session, algorithm_row: Algorithm, page_number: int, path: str
 ) -> tuple[list[EvaluationRow], Page]:
-    return _paged_rows(session, of_algorithm(algorithm_row.seq), page_number, path)
+    kept = sa.select(AlgorithmStats.evaluation_count).where(AlgorithmStats.algorithm_seq == algorithm_row.seq)
+    return _newest_first(session, algorithm_evaluation_seqs(algorithm_row.seq), kept, page_number, path)
 
 
 def algorithm_envs(session: Session, algorithm_row: Algorithm) -> list[tuple[str, int]]:
     """``[(env id, evaluations)]`` of an algorithm, the env with most evaluations first."""
-    count = sa.func.count().label("n")
     rows = session.execute(
-        sa.select(Evaluation.env_id, count)
-        .where(of_algorithm(algorithm_row.seq), Evaluation.env_id.is_not(None))
-        .group_by(Evaluation.env_id)
-        .order_by(count.desc(), Evaluation.env_id.asc())
+        sa.select(AlgorithmEnvStats.env_id, AlgorithmEnvStats.evaluation_count)
+        .where(AlgorithmEnvStats.algorithm_seq == algorithm_row.seq)
+        .order_by(AlgorithmEnvStats.evaluation_count.desc(), AlgorithmEnvStats.env_id.asc())
     )
-    return [(str(r.env_id), int(r.n)) for r in rows]
+    return [(str(env_id), int(n)) for env_id, n in rows]
 
 
 def algorithm_evaluation_ids(
     session: Session, algorithm_row: Algorithm, env_id: str, limit: int
 ) -> list[str]:
     """The ids of an algorithm's most recent ``limit`` evaluations of ``env_id``."""
-    stmt = (
-        sa.select(Evaluation.id)
-        .where(of_algorithm(algorithm_row.seq), Evaluation.env_id == env_id)
-        .order_by(Evaluation.seq.desc())
-        .limit(limit)
-    )
+    of = algorithm_evaluation_seqs(algorithm_row.seq, Evaluation.env_id == env_id)
+    newest = sa.select(of.c.seq).order_by(of.c.seq.desc()).limit(limit).subquery()
+    stmt = sa.select(Evaluation.id).join(newest, newest.c.seq == Evaluation.seq).order_by(Evaluation.seq.desc())
     return [str(i) for i in session.execute(stmt).scalars()]
