@@ -67,6 +67,8 @@ def test_an_atari_vector_env_records_sub_environment_0s_observation_frames_as_it
     metadata = json.loads(Path(meta).read_text())
     assert metadata["frame_source"] == "observations" and metadata["env_index"] == 0
     assert metadata["episode_id"] == 0 and metadata["content_type"] == "video/mp4"
+    cmdline = metadata["encoder_version"]["cmdline"]  # small frames: one x264 thread, whatever the CPUs
+    assert cmdline[cmdline.index("-threads") + 1] == "1"
     channels = 1 if grayscale else 3
     frames = decoded_frames(video, 84, 84, channels)
     # the newest frame of sub-environment 0's stack, at the reset and after each step

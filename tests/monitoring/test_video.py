@@ -568,6 +568,12 @@ def test_command_line() -> None:
     assert [frame_rate_argument(f) for f in (50, 12.5, 30000 / 1001)] == ["50", "25/2", "30000/1001"]
 
 
+def test_small_frames_get_one_encoder_thread_and_large_ones_the_cpus_less_one():
+    cpus = len(os.sched_getaffinity(0))
+    assert video_module.default_encoder_threads((84, 84)) == video_module.default_encoder_threads((210, 160, 3)) == 1
+    assert video_module.default_encoder_threads((400, 600, 3)) == max(1, min(8, cpus - 1))
+
+
 # -- processes -------------------------------------------------------------------------------------------
 EXIT_SCRIPT = textwrap.dedent(
     """

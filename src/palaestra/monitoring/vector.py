@@ -253,6 +253,10 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         result = self.env.step(actions)
         done = self._count(result)
         self._frames.next_step(result[0])
+        if done is None and restarting is None:  # most steps: no episode ended or began, same state
+            for recorder in self._recorders.values():
+                recorder.capture_frame()
+            return result
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         for k in list(self._recorders):
             ended = done is not None and bool(done[k])

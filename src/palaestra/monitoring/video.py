@@ -14,7 +14,8 @@
     (``pad=ceil(iw/2)*2:ceil(ih/2)*2``), since 4:2:0 needs even sizes.
 
     Encoder settings: ``-preset ultrafast -crf 23 -x264-params
-    cabac=1:8x8dct=1:partitions=i8x8,i4x4:aq-mode=1`` and ``-threads`` = CPUs - 1, chosen by
+    cabac=1:8x8dct=1:partitions=i8x8,i4x4:aq-mode=1`` and ``-threads`` = CPUs - 1 (1 for frames
+    of at most 210x160, where more threads only add hand-offs), chosen by
     measurement (``bench/video.py``; the reasoning and the figures are in docs/video.md, "How the
     encoder settings were chosen"). The ``x264_params`` apply to the ``ultrafast`` preset only;
     another ``preset`` gets x264's own settings.
@@ -337,8 +338,16 @@ def _abort(proc: subprocess.Popen[bytes], owner_pid: int) -> None:
         logger.error("ffmpeg (pid %d) did not exit after SIGKILL", proc.pid)
 
 
-def default_encoder_threads() -> int:
-    """x264 threads: the CPUs this process may use, less one for the environment loop (at least 1)."""
+#: Frames of at most this many pixels (Atari's 210x160 screens, image observations) are encoded by
+#: one x264 thread: at 84x84, two threads took 1.5x the CPU time of one (docs/video.md).
+SMALL_FRAME_PIXELS = 210 * 160
+
+
+def default_encoder_threads(frame_shape: tuple[int, ...] | None = None) -> int:
+    """x264 threads: one for a small frame (:data:`SMALL_FRAME_PIXELS`), else the CPUs this process may
+    use less one for the environment loop (1 to 8)."""
+    if frame_shape is not None and frame_shape[0] * frame_shape[1] <= SMALL_FRAME_PIXELS:
+        return 1
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -384,7 +393,7 @@ class FfmpegEncoder:
             binary=self.binary,
             preset=preset,
             crf=crf,
-            threads=default_encoder_threads() if threads is None else threads,
+            threads=default_encoder_threads(first_frame.shape) if threads is None else threads,
             x264_params=x264_params,
         )
         self.timeout = timeout
@@ -425,7 +434,8 @@ class FfmpegEncoder:
                 f"Frame {self.frames_written} has shape {shape} and dtype {dtype}, but the video started "
                 f"with shape {self.frame_shape} and dtype uint8: all frames of an episode must be alike"
             )
-        self._check_alive()
+        # No poll of ffmpeg per frame (a lock and a waitpid: a sixth of this method): once ffmpeg has
+        # exited, its pipe has no reader and the write fails with EPIPE, which is checked below.
         try:
             if self._feeder is None:
                 start = time.perf_counter()
