@@ -139,3 +139,26 @@ def test_an_entrys_statistics_are_the_statistics_modules_over_its_seeds(in_proce
     assert entry.score.low <= entry.score.value <= entry.score.high
     # three of six never solve: the median is the mean of the largest solving count and "never"
     assert len(solved_at) == 3 and entry.median_never and entry.episodes_to_solve.low == min(solved_at)
+
+
+def test_entries_are_paged_like_single_runs(in_process_server):
+    with in_process_server.client() as c:
+        for i in range(27):  # one entry per algorithm: two pages of 25
+            body = {"env": "CartPole-v1", "algorithm": {"id": f"paged-{i:02d}"}}
+            body["training_episode_batch"] = upload(
+                c, "episode_batch", json.dumps(make_batch(120, 10.0 + i)).encode()
+            )
+            assert c.post("/v1/evaluations", json=body).status_code == 201
+        first = c.get("/envs/CartPole-v1", params={"rank": "entries"}).text
+        second = c.get("/envs/CartPole-v1", params={"rank": "entries", "page": "2"}).text
+        beyond = c.get("/envs/CartPole-v1", params={"rank": "entries", "page": "9"}).text
+
+    def numbers(page: str) -> list[int]:
+        rows = re.findall(r'<tr class="entry">\s*<td class="num">(\d+)</td>', page)
+        return [int(n) for n in rows]
+
+    assert numbers(first) == list(range(1, 26)) and numbers(second) == [26, 27]
+    assert "page 1 of 2 (27 in all)" in first and 'href="/envs/CartPole-v1?rank=entries&amp;page=2"' in first
+    assert numbers(beyond) == [26, 27], "a page past the last shows the last"
+    names = re.findall(r"paged-\d\d", first + second)
+    assert len(set(names)) == 27, "every entry on exactly one page"

@@ -46,7 +46,14 @@ from palaestra.scoreboard.server.web.services import (
     not_found,
     page_number,
 )
-from palaestra.scoreboard.server.web.views import Download, VideoView, video_titles
+from palaestra.scoreboard.server.web.views import (
+    PAGE_SIZE,
+    Download,
+    Page,
+    VideoView,
+    clamp_page,
+    video_titles,
+)
 
 router = APIRouter(include_in_schema=False)
 #: The curve series of evaluations lately shown (derived at ingest, they never change).
@@ -152,6 +159,8 @@ def env_page(
         ranked = entries.rank_entries(session, env_id, only) if rank else None
         running = live_pages.in_progress_rows(request, session, live_pages.env_filter(env_id))
     params = {k: v for k, v in (("conditions", conditions), ("rank", rank)) if v}
+    # entries are paged as single runs are: at field scale an env has thousands of them
+    entries_page = _entries_page(ranked, page_number(page), request.url.path, params)
     return render(
         request,
         "env.html",
@@ -162,10 +171,16 @@ def env_page(
         differing=entries.differing_fields(sets) if len(sets) > 1 else [],
         chosen_conditions=conditions,
         rank=rank,
-        ranked=ranked,
+        ranked=None if ranked is None else ranked[entries_page.offset : entries_page.offset + entries_page.size],
+        entries_page=entries_page,
         few_seeds=entries.FEW_SEEDS,
         live_runs=running,
     )
+
+
+def _entries_page(ranked: list[Any] | None, number: int, path: str, params: dict[str, str]) -> Page:
+    total = len(ranked or [])
+    return Page(clamp_page(number, total), PAGE_SIZE, total, path, params=params)
 
 
 # -- users and algorithms ----------------------------------------------------------------------------
