@@ -254,3 +254,14 @@ def test_load_results_names_the_stats_file_whose_columns_disagree(tmp_path: Path
 def test_types_that_are_not_one_letter_each_are_refused(types: list) -> None:
     with pytest.raises(EpisodesError, match="unknown episode type"):
         Episodes.from_columns([1, 2], [1.0, 2.0], [1.0, 2.0], types=types)
+
+
+def test_a_vector_runs_batch_keeps_each_episodes_sub_environment_both_ways() -> None:
+    doc = {
+        "episode_lengths": [3, 5, 4], "episode_rewards": [1.0, 2.0, 3.0], "episode_types": ["t", "t", "t"],
+        "timestamps": [1.0, 2.0, 3.0], "initial_reset_timestamps": [0.0], "data_sources": [0, 0, 0],
+        "env_index": [2, 0, 1],
+    }
+    batch = protocol.EpisodeBatch.model_validate(doc)
+    from_model, from_document = Episodes.from_batch(batch), Episodes.from_batch(batch.enriched("CartPole-v1"))
+    assert from_model.env_index.tolist() == from_document.env_index.tolist() == [2, 0, 1]

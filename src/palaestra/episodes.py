@@ -246,6 +246,7 @@ class Episodes:
             initial_reset_timestamp=batch.first_reset_timestamp,
             data_sources=batch.data_sources,
             initial_reset_timestamps=batch.initial_reset_timestamps or None,
+            env_index=batch.env_index,
             what=what,
         )
 
