@@ -34,6 +34,7 @@ from palaestra.monitoring.recording import (
 )
 from palaestra.monitoring.schedules import VideoSchedule, disable_videos
 from palaestra.monitoring.stats import StatsRecorder
+from palaestra.monitoring.stepping import episode_counter
 
 logger = logging.getLogger("palaestra")
 
@@ -120,12 +121,15 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         )
         self._video_mode = self._choose_video_mode()
         self._recorder: Any = None
-        self._episode_steps = 0
-        self._episode_reward: SupportsFloat = 0.0
         self._episode_type = episode_type
         self._needs_reset: str | None = "before reset"
-        self._step_override: Callable[..., Any] | None = None
+        #: the step's state: ``override``, the running episode's ``steps`` and ``reward`` (stepping.py)
+        self._counter = episode_counter(env.step, self._end_episode)
         self._set_step(self._refuse_step)
+        if callable(self._counter) and type(self).step is Monitor.step:
+            # the compiled counter is the step itself: the common path without a Python frame (a
+            # subclass's own step stays its step)
+            self.step = self._counter  # type: ignore[method-assign]
         self._started = False
         self.enabled = True
         #: the follower sending this run to the scoreboard while it trains (``live=True``), else None
@@ -133,18 +137,20 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
 
     # -- the Gymnasium API ----------------------------------------------------------------------------
     # ``step`` is the hot path, so the Monitor is a small state machine: ``step`` below is the common
-    # case (an episode running, no video); the other states set ``_step_override`` (``_refuse_step``
-    # before reset / after the end, ``_step_first`` on an episode's first step, ``_step_true_reward``
-    # for envs that report a true reward, ``_step_recording`` while a video is being recorded). One check
-    # and two attribute updates per step; the episode's end, the reset and the first step keep to the
-    # fewest calls, since in short episodes they weigh too: under 0.4 of RecordEpisodeStatistics'
-    # overhead (bench/monitor_overhead.py).
+    # case (an episode running, no video); the other states set the counter's ``override``
+    # (``_refuse_step`` before reset / after the end, ``_step_first`` on an episode's first step,
+    # ``_step_true_reward`` for envs that report a true reward, ``_step_recording`` while a video is
+    # being recorded). One check and two counters per step, in C where the step core is built (then
+    # the counter is this instance's ``step``; this method is the same logic in Python); the episode's
+    # end, the reset and the first step keep to the fewest calls, since in short episodes they weigh
+    # too: under 0.4 of RecordEpisodeStatistics' overhead (bench/monitor_overhead.py).
     def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
-        if self._step_override is not None:
-            return self._step_override(action)
+        counter = self._counter
+        if counter.override is not None:
+            return counter.override(action)
         result = self.env.step(action)
-        self._episode_steps += 1
-        self._episode_reward += result[1]  # type: ignore[operator]
+        counter.steps += 1
+        counter.reward += result[1]
         if result[2] or result[3]:
             self._end_episode(result[2], result[3])
         return result
@@ -161,13 +167,14 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     def _step_first(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         result = self.env.step(action)
         info = result[4]
+        counter = self._counter
         if "true_reward" in info:
-            self._step_override = self._step_true_reward
+            counter.override = self._step_true_reward
             return self._record(result, info["true_reward"])
-        self._step_override = None
+        counter.override = None
         # (step()'s common path, inline: a call fewer per episode)
-        self._episode_steps += 1
-        self._episode_reward += result[1]  # type: ignore[operator]
+        counter.steps += 1
+        counter.reward += result[1]
         if result[2] or result[3]:
             self._end_episode(result[2], result[3])
         return result
@@ -179,8 +186,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     def _record(
         self, result: tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]], reward: SupportsFloat
     ) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
-        self._episode_steps += 1
-        self._episode_reward += reward  # type: ignore[operator]
+        counter = self._counter
+        counter.steps += 1
+        counter.reward += reward
         if result[2] or result[3]:
             self._end_episode(result[2], result[3])
         return result
@@ -190,15 +198,16 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         raise AssertionError("unreachable")
 
     def _set_step(self, implementation: Callable[..., Any] | None) -> None:
-        self._step_override = implementation
+        self._counter.override = implementation
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsType, dict[str, Any]]:
         if not self.enabled:
             return self.env.reset(seed=seed, options=options)
-        if self._needs_reset is None and self._episode_steps > 0:
-            self.stats_recorder.record_abandoned(self._episode_steps)
+        counter = self._counter
+        if self._needs_reset is None and counter.steps > 0:
+            self.stats_recorder.record_abandoned(counter.steps)
         if self._recorder is not None:
             self._close_video_recorder()
         if not self._started:
@@ -206,11 +215,11 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         if self._provenance is not None:
             self._provenance.reset(seed)
         obs, info = self.env.reset(seed=seed, options=options)
-        self._episode_steps = 0
-        self._episode_reward = 0.0
+        counter.steps = 0
+        counter.reward = 0.0
         self._episode_type = self.stats_recorder.type
         self._needs_reset = None
-        self._step_override = self._step_first
+        counter.override = self._step_first
         if self._video_mode is not None:
             self._start_video_recorder(self.episode_id)
         self.episode_id += 1
@@ -256,7 +265,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
 
     def get_total_steps(self) -> int:
         """Every step taken, including those of episodes reset before they ended."""
-        return self.stats_recorder.total_steps + (self._episode_steps if self._needs_reset is None else 0)
+        return self.stats_recorder.total_steps + (self._counter.steps if self._needs_reset is None else 0)
 
     def get_episode_rewards(self) -> list[float]:
         return self.stats_recorder.episode_rewards
@@ -288,11 +297,12 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         )
 
     def _end_episode(self, terminated: bool, truncated: bool) -> None:
+        counter = self._counter
         self.stats_recorder.record_episode(
-            self._episode_steps, self._episode_reward, bool(truncated) and not terminated, self._episode_type
+            counter.steps, counter.reward, bool(truncated) and not terminated, self._episode_type
         )
         self._needs_reset = "done"
-        self._step_override = self._refuse_step
+        counter.override = self._refuse_step
         if self._recorder is not None:
             self._close_video_recorder()
 
@@ -319,7 +329,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         recorder, self._recorder = self._recorder, None
         if recorder is None:
             return
-        if self._step_override == self._step_recording:
+        if self._counter.override == self._step_recording:
             self._set_step(self._step_first)
         recorder.close()
         if recorder.functional:
