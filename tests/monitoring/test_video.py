@@ -273,6 +273,30 @@ def test_many_frames_with_a_small_queue(tmp_path: Path) -> None:
     assert int(ffprobe(recorder.path)["nb_read_frames"]) == 300
 
 
+def decoded_grey_means(path: str | Path, size: int) -> np.ndarray:
+    """Each decoded frame's mean grey level (ffmpeg decodes the mp4 back to raw grey frames)."""
+    done = subprocess.run(
+        [ffmpeg_binary(), "-v", "error", "-i", str(path), "-f", "rawvideo", "-pix_fmt", "gray", "-"],
+        capture_output=True, timeout=60, check=True,
+    )  # fmt: skip
+    return np.frombuffer(done.stdout, np.uint8).reshape(-1, size * size).mean(axis=1)
+
+
+@pytest.mark.parametrize("queue_bytes", [video_module.DEFAULT_QUEUE_BYTES, 3 * 84 * 84], ids=["default queue", "3-frame queue"])
+def test_small_frames_written_in_batches_all_arrive_in_order(tmp_path: Path, queue_bytes: int) -> None:
+    """84x84 grey observations are gathered and written a batch at a time; every frame is in the file, in
+    its place, also when the queue is smaller than a batch (then each batch waits for ffmpeg to read)."""
+    levels = [40 + (i * 37) % 180 for i in range(500)]  # each frame one flat grey level
+    frames = [np.full((84, 84), level, np.uint8) for level in levels]
+    encoder = video_module.FfmpegEncoder(str(tmp_path / "grey.mp4"), frames[0], 30, queue_bytes=queue_bytes)
+    for frame in frames:
+        encoder.write(frame)
+    encoder.finish()
+    means = decoded_grey_means(tmp_path / "grey.mp4", 84)
+    assert len(means) == 500
+    assert np.abs(means - np.array(levels)).max() < 4  # lossy, but a flat frame keeps its level
+
+
 def test_capped_cubic_schedule_through_the_monitor(tmp_path: Path) -> None:
     env = Monitor(PictureEnv(length=1), tmp_path, video_callable=None)
     play(env, episodes=9)

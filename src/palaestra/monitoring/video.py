@@ -80,6 +80,8 @@ DEFAULT_ANSI_FPS = 2.0
 DEFAULT_TIMEOUT = 60.0
 
 PIPE_SIZE = 1 << 20
+#: Frames smaller than this are written to ffmpeg this many bytes at a time (see ``_PipeFeeder``).
+BATCH_BYTES = 128 << 10
 ANSI_CLEAR = "\u001b[2J\u001b[1;1H"
 ANSI_TITLE = "gym VideoRecorder episode"
 RGB_RENDER_MODES = ("rgb_array", "rgb_array_list")
@@ -231,13 +233,20 @@ class _PipeFeeder:
     and pushed by the next calls; only when all ``depth`` buffers are pending does ``put`` wait for
     ffmpeg (that bound is the memory used, whatever the episode length). No thread means no GIL
     hand-offs on the environment's thread, and the buffers are reused, so no page faults either.
+
+    Frames smaller than ``batch_bytes`` (an 84x84 observation is 7 KB) are gathered and written
+    ``batch_bytes`` at a time, in one ``writev``: each write wakes ffmpeg's threads, and at one small
+    frame a write that wake-up cost more than encoding the frame (docs/video.md). A video's file is
+    only complete once ffmpeg finishes it, so frames that wait here lose nothing a kill would not.
     """
 
-    def __init__(self, stream: IO[bytes], depth: int) -> None:
+    def __init__(self, stream: IO[bytes], depth: int, batch_bytes: int = 0) -> None:
         self._stream = stream
         self._fd = stream.fileno()
         os.set_blocking(self._fd, False)
         self._depth = depth
+        self._batch_bytes = batch_bytes
+        self._gathered = 0  # bytes put since the last push of a batch
         self._free: list[np.ndarray] = []
         self._pending: collections.deque[tuple[np.ndarray, memoryview]] = collections.deque()
         self._poll = select.poll()
@@ -247,6 +256,8 @@ class _PipeFeeder:
 
     def put(self, frame: np.ndarray, timeout: float) -> bool:
         """Hand ``frame`` over; ``False`` if ffmpeg read nothing for ``timeout`` seconds. Raises ``OSError``."""
+        if frame.nbytes < self._batch_bytes:
+            return self._gather(frame, timeout)
         self._push()
         if not self._pending:
             view = _byte_view(frame)
@@ -262,6 +273,21 @@ class _PipeFeeder:
             self._push()
         buffer = self._buffer(frame)
         self._pending.append((buffer, _byte_view(buffer)))
+        return True
+
+    def _gather(self, frame: np.ndarray, timeout: float) -> bool:
+        while len(self._pending) >= self._depth:
+            self._push()
+            if len(self._pending) < self._depth:
+                break
+            if not self._wait(timeout):
+                return False
+        buffer = self._buffer(frame)
+        self._pending.append((buffer, _byte_view(buffer)))
+        self._gathered += buffer.nbytes
+        if self._gathered >= self._batch_bytes:
+            self._gathered = 0
+            self._push()
         return True
 
     def close(self, timeout: float) -> bool:
@@ -418,7 +444,9 @@ class FfmpegEncoder:
         _enlarge_pipe(self._stdin)
         self._feeder: _PipeFeeder | None = None
         if queue_bytes > 0 and hasattr(select, "poll"):  # else (Windows) plain blocking writes
-            self._feeder = _PipeFeeder(self._stdin, max(2, queue_bytes // max(1, first_frame.nbytes)))
+            depth = max(2, queue_bytes // max(1, first_frame.nbytes))
+            batch = min(BATCH_BYTES, queue_bytes // 2)
+            self._feeder = _PipeFeeder(self._stdin, depth, batch)
         self._write_error: OSError | None = None
         self._direct_blocked = 0.0
         self._finalizer = weakref.finalize(self, _abort, self.proc, os.getpid())
