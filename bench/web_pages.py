@@ -159,7 +159,8 @@ def _evaluation_row(rng: random.Random, i: int, n: int, now: datetime) -> dict[s
     short = not solved and rng.random() < 0.1
     return dict(
         env_listed=True, benchmark_run_seq=None, trials=100, reward_threshold=475.0,
-        episode_batch_key=None, solved=solved, episode_t_value=rng.randrange(0, 2000) if solved else None,
+        episode_batch_key=None, curves=None, solved=solved,
+        episode_t_value=rng.randrange(0, 2000) if solved else None,
         timestep_t_value=rng.randrange(0, 10**6) if solved else None, mean=None if short else mean,
         episodes_mean=mean if short else None, ranking_mean=mean, error=None if short else rng.uniform(0, 5),
         number_episodes=rng.randrange(5, 100) if short else rng.randrange(100, 3000),

@@ -5,8 +5,10 @@ verifying when the scoring did not change."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.config import resolve_config
@@ -60,3 +62,30 @@ def test_rescore_derives_every_evaluation_and_run_of_a_server_data_dir_again(
     # hash as they did at ingest again
     verified = server.palaestra("server", "verify", check=False)
     assert verified.returncode != 0 and f"blob {key} is missing" in verified.stdout + verified.stderr
+
+
+def test_a_running_server_shows_what_rescore_derived_not_what_its_pages_kept(
+    fresh_scoreboard_server: ScoreboardServer,
+) -> None:
+    """The server keeps page values by the rows they were computed from (web/page_cache.py); a rescore
+    changes rows without adding any, from another process, so it starts a new generation that every
+    kept value is keyed by, and derives the envs' best means again."""
+    server = fresh_scoreboard_server
+    with server.client() as c:
+        upload_evaluation(c, "CartPole-v1", make_batch(120, reward=40.0))
+    engine = sa.create_engine(resolve_config(data_dir=server.data_dir, environ={}).database_url)
+    try:
+        with engine.begin() as conn:  # as an older scoring would have stored it
+            conn.execute(sa.text("UPDATE evaluations SET mean = 777.25"))
+            conn.execute(sa.text("UPDATE envs SET best_mean = 777.25"))
+        with server.client() as c:
+            assert re.search(r"mean 777", c.get("/").text), "the home page shows the stored best mean"
+        result = server.palaestra("server", "rescore")
+        assert "Derived 1 of 1 evaluations again" in result.stdout, result.stdout
+        assert _rows(engine, "SELECT best_mean FROM envs")[0][0] == pytest.approx(41.0, abs=1)
+        with server.client() as c:
+            home = c.get("/").text
+        assert not re.search(r"mean 777", home), "a kept value from before the rescore"
+        assert re.search(r"mean 4[01]\b", home)
+    finally:
+        engine.dispose()

@@ -5,10 +5,12 @@ the others are in :mod:`.account_tables`, :mod:`.service_tables`, :mod:`.ladder_
 :mod:`.live_tables`, on :mod:`.db_base`'s ``Base``; the engine and sessions are :mod:`.database`):
 
 - ``algorithms``, ``benchmark_runs``
-- ``evaluations``: one upload, with its scores precomputed on ingest (the "solved" statistics of
-  spec §4.6 as columns, the learning-curve series as ``graph_stats`` JSON) and its videos
+- ``evaluations``: one upload, with what ingest derived from its episodes once (the "solved"
+  statistics of spec §4.6 as columns, the page's curve series as ``curves`` JSON, a benchmark
+  evaluation's TaskScores; ``graph_stats`` is only kept for rows stored before 0009) and its videos
 - ``envs``: one row per env id ever uploaded, with aggregates (evaluation count, best mean) kept
-  current in the same transaction that adds an evaluation (:func:`upsert_env_stats`)
+  current in the same transaction that adds an evaluation (:func:`upsert_env_stats`), and derived
+  again from the evaluations after a rescore (:func:`refresh_env_scores`)
 
 Every public object has a string ``id`` (``eval_...``) and an integer ``seq`` primary key that gives
 the newest-first order of list pages.
@@ -25,7 +27,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from palaestra.scoreboard.server.database import execute_at_commit
 from palaestra.scoreboard.server.db_base import Base, UTCDateTime, utcnow
 
-__all__ = ["Algorithm", "BenchmarkRun", "EnvStats", "Evaluation", "upsert_env_stats"]
+__all__ = ["Algorithm", "BenchmarkRun", "EnvStats", "Evaluation", "refresh_env_scores", "upsert_env_stats"]
 
 
 class Algorithm(Base):
@@ -227,3 +229,20 @@ def upsert_env_stats(
             "last_evaluation": created,
         },
     )
+
+
+def refresh_env_scores(session: Session) -> None:
+    """Derive every env's solved count and best mean again from its evaluations (after a rescore
+    changed their scores; the counts of evaluations and the newest one stay). The best is the first
+    stored of the highest means, as the upserts keep it."""
+    solved = sa.func.sum(sa.case((Evaluation.solved.is_(True), 1), else_=0))
+    counts = dict(session.execute(sa.select(Evaluation.env_id, solved).group_by(Evaluation.env_id)).tuples().all())
+    for env in session.scalars(sa.select(EnvStats)):
+        best = session.execute(
+            sa.select(Evaluation.mean, Evaluation.id)
+            .where(Evaluation.env_id == env.env_id, Evaluation.mean.is_not(None))
+            .order_by(Evaluation.mean.desc(), Evaluation.seq.asc())
+            .limit(1)
+        ).first()
+        env.solved_count = int(counts.get(env.env_id) or 0)
+        env.best_mean, env.best_evaluation_id = (best.mean, best.id) if best is not None else (None, None)

@@ -5,7 +5,9 @@ curves of migration 0009_derived_evaluations.
   (what 0009 runs; an evaluation whose batch is missing keeps NULL, and its page says so);
 - :func:`rescore`: every evaluation's score columns, curves and benchmark TaskScores derived again by
   :func:`.evaluation_scoring.derive_evaluation` (after a change to scoring), then every benchmark
-  run's aggregate from those TaskScores, and its bootstrap.
+  run's aggregate from those TaskScores, and its bootstrap; then the envs' and the indexes' kept
+  counts, and a new generation of derived values, so that running servers compute their kept page
+  values again (web/page_cache.py).
 
 Each batch is read once, its sha256 checked, and trusted as validated at upload
 (:func:`.ingest.read_validated_batch`). The score log hashed each evaluation's scores at upload: one
@@ -24,13 +26,14 @@ import sqlalchemy as sa
 
 from palaestra.episodes import Episodes
 from palaestra.scoreboard.protocol import EpisodeBatch
-from palaestra.scoreboard.server import benchmarking
+from palaestra.scoreboard.server import benchmarking, index_stats
 from palaestra.scoreboard.server.archive.scorelog import record_document
 from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation, refresh_env_scores
 from palaestra.scoreboard.server.db_base import JSONType
 from palaestra.scoreboard.server.evaluation_scoring import curves_of, derive_evaluation
 from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
+from palaestra.scoreboard.server.service_tables import next_derived_generation
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobStore
 
 __all__ = ["RescoreReport", "derive_missing_curves", "rescore"]
@@ -145,6 +148,11 @@ def rescore(db: Database, store: BlobStore) -> RescoreReport:
         if benchmarking.score_run(db, run_id) is not None:
             benchmarking.compute_statistics(db, run_id)
             report.runs += 1
+    with db.write() as session:
+        # what is kept from the scores: the envs' and the indexes' counts, and every server's pages
+        refresh_env_scores(session)
+        index_stats.rebuild(session.connection())
+        next_derived_generation(session)
     return report
 
 

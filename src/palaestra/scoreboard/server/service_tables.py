@@ -13,11 +13,19 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from palaestra.scoreboard.server.db_base import Base, utcnow
 
-__all__ = ["FileRecord", "IdempotencyKey", "RateCounter", "ScoreLogEntry", "ServerSetting"]
+__all__ = [
+    "FileRecord",
+    "IdempotencyKey",
+    "RateCounter",
+    "ScoreLogEntry",
+    "ServerSetting",
+    "derived_generation",
+    "next_derived_generation",
+]
 
 
 class ServerSetting(Base):
@@ -25,6 +33,29 @@ class ServerSetting(Base):
 
     key: Mapped[str] = mapped_column(sa.String(100), primary_key=True)
     value: Mapped[str] = mapped_column(sa.Text)
+
+
+#: How many times ``palaestra server rescore`` has derived the stored evaluations again: what the
+#: servers' kept page values (web/page_cache.py) are keyed by, besides the rows they were computed from
+DERIVED_GENERATION = "derived_generation"
+
+
+def derived_generation(session: Session) -> int:
+    """The generation of the derived values (0 until the first rescore)."""
+    row = session.get(ServerSetting, DERIVED_GENERATION)
+    return int(row.value) if row is not None else 0
+
+
+def next_derived_generation(session: Session) -> int:
+    """Start a new generation (in the caller's transaction): every server's kept page values are then
+    computed again at their next request."""
+    generation = derived_generation(session) + 1
+    row = session.get(ServerSetting, DERIVED_GENERATION)
+    if row is None:
+        session.add(ServerSetting(key=DERIVED_GENERATION, value=str(generation)))
+    else:
+        row.value = str(generation)
+    return generation
 
 
 class FileRecord(Base):

@@ -12,8 +12,6 @@ draws and losses (its reward is +1, 0 or -1 per game).
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +20,6 @@ import numpy as np
 from palaestra.episodes import AXES, Episodes, EpisodesError, trailing_mean
 
 MAX_POINTS = 2000
-_CACHE_SIZE = 32
 
 
 def _clean(values: np.ndarray, digits: int = 6) -> list[float | None]:
@@ -93,24 +90,3 @@ def from_episode_batch(
     return out
 
 
-class CurveCache:
-    """A small LRU of computed chart data per evaluation id (evaluations never change once stored)."""
-
-    def __init__(self, size: int = _CACHE_SIZE) -> None:
-        self._size = size
-        self._items: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> tuple[bool, dict[str, Any] | None]:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return True, self._items[key]
-        return False, None
-
-    def put(self, key: str, value: dict[str, Any] | None) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)

@@ -30,11 +30,11 @@ from palaestra.scoreboard.server.storage import BlobStore
 from palaestra.scoreboard.server.web import (
     aggregate,
     compare,
-    curves,
     entries,
     index_queries,
     ladder_pages,
     live_pages,
+    page_cache,
     queries,
 )
 from palaestra.scoreboard.server.web.provenance_view import provenance_view
@@ -56,10 +56,6 @@ from palaestra.scoreboard.server.web.views import (
 )
 
 router = APIRouter(include_in_schema=False)
-#: The curve series of evaluations lately shown (derived at ingest, they never change).
-_curve_cache = curves.CurveCache()
-#: An algorithm's aggregate curves, by algorithm, env, metric, axis and the evaluations they pool.
-_aggregate_cache = curves.CurveCache()
 #: Terminal recordings larger than this get no text fallback on the page (the player still works).
 MAX_FALLBACK_RECORDING_BYTES = 2 * 1024 * 1024
 _ANSI_ESCAPE_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b[()][A-Za-z0-9]|\x1b[=>]")
@@ -248,6 +244,7 @@ def algorithm_page(
         if found is None:
             return not_found(request, f"No algorithm {algorithm_id!r}.")
         alg, owner = found
+        curve_signature = page_cache.of_database(session, "algorithm curve", alg.id)
         rows, pager = queries.algorithm_evaluations(session, alg, page_number(page), request.url.path)
         envs = queries.algorithm_envs(session, alg)
         chosen = env if env in dict(envs) else (envs[0][0] if envs else None)
@@ -266,12 +263,13 @@ def algorithm_page(
     records = split.shown
     metric = stat if stat in aggregate.METRICS else "mean"
     axis = x if x in aggregate.AXES else "episode"
-    key = "|".join([alg.id, chosen or "", metric, axis, *[ev.id for ev in records]])
-    hit, chart = _aggregate_cache.get(key) if not running else (False, None)  # live curves still grow
+    # by env, metric, axis and the evaluations pooled
+    signature = (*curve_signature, chosen, metric, axis, *[ev.id for ev in records])
+    hit, chart = page_cache.lookup(signature) if not running else (False, None)  # live curves still grow
     if not hit:
         chart = aggregate.aggregate_curve(_lines(request, records, running), metric, axis)
         if not running:
-            _aggregate_cache.put(key, chart)
+            page_cache.store(signature, chart)
     query = {"env": chosen or "", "stat": metric, "x": axis}
     across = {
         "envs": envs,
@@ -343,18 +341,19 @@ def _stored_curves(request: Request, ids: list[str]) -> dict[str, dict[str, Any]
     """The curve series ingest derived for each of ``ids`` (``{}``: no training episodes to draw;
     ``None``: never derived, its batch missing when the server derived the evaluations before it)."""
     out: dict[str, dict[str, Any] | None] = {}
-    for evaluation_id in ids:
-        hit, cached = _curve_cache.get(evaluation_id)
-        if hit:
-            out[evaluation_id] = cached
-    wanted = [i for i in ids if i not in out]
-    if wanted:
-        with database(request).read() as session:
+    with database(request).read() as session:
+        signature = page_cache.of_database(session, "curves")
+        for evaluation_id in ids:
+            hit, kept = page_cache.lookup((*signature, evaluation_id))
+            if hit:
+                out[evaluation_id] = kept
+        wanted = [i for i in ids if i not in out]
+        if wanted:
             rows = session.execute(sa.select(Evaluation.id, Evaluation.curves).where(Evaluation.id.in_(wanted)))
             for evaluation_id, stored in rows:
                 data = sorted_keys(stored)  # one key order from SQLite and PostgreSQL's JSONB alike
                 out[evaluation_id] = data
-                _curve_cache.put(evaluation_id, data)
+                page_cache.store((*signature, evaluation_id), data)
     return out
 
 
