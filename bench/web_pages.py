@@ -186,6 +186,10 @@ class _EnvTally:
         self.last = row["created"]
 
 
+#: the JSON columns of the rows the bench stores (COPY takes their text)
+JSON_COLUMNS = ("videos", "curves")
+
+
 def _bulk_insert(session: Any, rows: list[dict[str, Any]]) -> None:
     """Rows into ``evaluations``: COPY on PostgreSQL, one executemany on SQLite."""
     import sqlalchemy as sa
@@ -202,7 +206,7 @@ def _bulk_insert(session: Any, rows: list[dict[str, Any]]) -> None:
     raw = conn.connection.driver_connection
     with raw.cursor() as cursor, cursor.copy(f"COPY evaluations ({', '.join(columns)}) FROM STDIN") as copy:
         for row in rows:
-            copy.write_row([json.dumps(row[c]) if c == "videos" else row[c] for c in columns])
+            copy.write_row([json.dumps(row[c]) if c in JSON_COLUMNS and row[c] is not None else row[c] for c in columns])
 
 
 def _drop_indexes(session: Any) -> list[Any]:

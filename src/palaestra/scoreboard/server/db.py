@@ -68,6 +68,21 @@ class BenchmarkRun(Base):
     committed: Mapped[datetime | None] = mapped_column(default=None)
 
 
+def _nulls_last_indexes(name: str, *columns: str) -> tuple[sa.Index, sa.Index]:
+    """The index ``name`` on ``columns`` as written for PostgreSQL, and without their ``NULLS LAST``
+    for SQLite."""
+
+    def column(text: str, postgresql: bool) -> Any:
+        if " " not in text:
+            return text
+        return sa.text(text if postgresql else text.replace(" NULLS LAST", ""))
+
+    return (
+        sa.Index(name, *(column(c, True) for c in columns)).ddl_if(dialect="postgresql"),
+        sa.Index(name, *(column(c, False) for c in columns)).ddl_if(dialect="sqlite"),
+    )
+
+
 class Evaluation(Base):
     __tablename__ = "evaluations"
     __table_args__ = (
@@ -76,15 +91,17 @@ class Evaluation(Base):
         # of a short run's episodes where it has no 100-episode mean: ``ranking_mean``) and the
         # "best mean" order, so that any page of an env's leaderboard is an index range scan
         # (bench/web_pages.py: p95 under 100 ms with 10,000 evaluations).
-        sa.Index(
+        # NULLs last, as the orders rank them: PostgreSQL's DESC is NULLS FIRST, SQLite's already
+        # last (it takes no NULLS clause in an index), so each database gets its own (migration 0011)
+        *_nulls_last_indexes(
             "ix_evaluations_env_leaderboard",
             "env_id",
-            sa.text("solved DESC"),
+            "solved DESC",
             "episode_t_value",
-            sa.text("ranking_mean DESC"),
+            "ranking_mean DESC NULLS LAST",
             "seq",
         ),
-        sa.Index("ix_evaluations_env_mean", "env_id", sa.text("mean DESC"), "seq"),
+        *_nulls_last_indexes("ix_evaluations_env_mean", "env_id", "mean DESC NULLS LAST", "seq"),
         sa.Index("ix_evaluations_user_seq", "user_seq", "seq"),
         sa.Index("ix_evaluations_algorithm_seq", "algorithm_seq", "seq"),
         sa.Index("ix_evaluations_benchmark_run", "benchmark_run_seq"),
@@ -236,7 +253,7 @@ def refresh_env_scores(session: Session) -> None:
     changed their scores; the counts of evaluations and the newest one stay). The best is the first
     stored of the highest means, as the upserts keep it."""
     solved = sa.func.sum(sa.case((Evaluation.solved.is_(True), 1), else_=0))
-    counts = dict(session.execute(sa.select(Evaluation.env_id, solved).group_by(Evaluation.env_id)).tuples().all())
+    counts = {env_id: n for env_id, n in session.execute(sa.select(Evaluation.env_id, solved).group_by(Evaluation.env_id))}
     for env in session.scalars(sa.select(EnvStats)):
         best = session.execute(
             sa.select(Evaluation.mean, Evaluation.id)

@@ -278,13 +278,14 @@ def _run_intervals(score: dict[str, Any], stored: dict[str, Any]) -> tuple[Inter
 
 
 def _algorithm_aggregates(
-    session: Session, benchmark_id: str, taus: np.ndarray = PROFILE_TAUS, limit: int = 2000
+    session: Session, benchmark_id: str, taus: np.ndarray = PROFILE_TAUS
 ) -> list[AggregateRow]:
-    """Per algorithm: IQM and mean of its runs' trial scores pooled per task, with bootstrap CIs."""
+    """Per algorithm: IQM and mean of its runs' trial scores pooled per task, with bootstrap CIs, over
+    every scored run (computed once per set of scores, see ``_scores_signature``)."""
     scored = sa.and_(BenchmarkRun.benchmark_id == benchmark_id, BenchmarkRun.score.is_not(None))
 
     def compute() -> list[AggregateRow]:
-        rows = session.execute(_run_select().where(scored).order_by(BenchmarkRun.seq).limit(limit)).all()
+        rows = session.execute(_run_select().where(scored).order_by(BenchmarkRun.seq)).all()
         return _pool_by_algorithm(rows, taus)
 
     return cached(of_database(session, "benchmark", benchmark_id, *_scores_signature(session, scored)), compute)

@@ -32,10 +32,10 @@ def cached(signature: tuple[Any, ...], compute: Callable[[], T]) -> T:
     """The value stored under ``signature``, else ``compute()`` (stored for the next request)."""
     hit, value = lookup(signature)
     if hit:
-        return value  # type: ignore[no-any-return]
+        return value
     value = compute()
     store(signature, value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def lookup(signature: tuple[Any, ...]) -> tuple[bool, Any]:
