@@ -63,3 +63,38 @@ def test_a_new_run_and_a_rescored_run_change_the_aggregates_at_once(database: Da
             score=_score(0.2, 1.0), score_value=0.6, score_evaluations=2))
     (label,) = _means(database)
     assert _means(database)[label] == pytest.approx((0.2 + 1.0 + 0.6) / 3)
+
+
+def test_the_page_shows_the_best_algorithms_and_all_of_them_when_asked(tmp_path: Path) -> None:
+    """Every algorithm is in the statistics; the page's tables and charts show the best
+    ALGORITHMS_SHOWN by IQM (at a thousand algorithms they were 6 MB of page), ``algorithms=all`` all."""
+    import httpx
+
+    from palaestra.scoreboard.server.web.benchmark_routes import ALGORITHMS_SHOWN
+    from tests.server_process import in_process_server
+
+    count = ALGORITHMS_SHOWN + 5
+    with in_process_server(tmp_path) as server:
+        with server.state.db.write() as session:
+            user = User(name="many")
+            session.add(user)
+            session.flush()
+            for i in range(count):
+                algorithm = Algorithm(id=f"alg_{i}", user_seq=user.seq, name=f"agent-{i:02d}")
+                session.add(algorithm)
+                session.flush()
+                value = i / count
+                session.add(BenchmarkRun(id=f"brun_{i}", user_seq=user.seq, benchmark_id=BENCHMARK,
+                                         algorithm_seq=algorithm.seq, score=_score(value, value + 0.01),
+                                         score_value=value, score_evaluations=1))
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            page = client.get(f"/benchmarks/{BENCHMARK}").text
+            every = client.get(f"/benchmarks/{BENCHMARK}", params={"algorithms": "all"}).text
+    assert f"The {ALGORITHMS_SHOWN} best of {count} algorithms by IQM" in page
+    best, worst = f"agent-{count - 1:02d}", "agent-00"
+
+    def statistics(html: str) -> str:  # the tables and the charts' data, not the run pickers after them
+        return html[html.index('id="statistics"') : html.index('id="improvement-x"')]
+
+    assert best in statistics(page) and worst not in statistics(page)
+    assert worst in statistics(every) and 'id="algorithms-shown"' not in every

@@ -30,6 +30,10 @@ def benchmarks_page(request: Request) -> HTMLResponse:
     return render(request, "benchmarks.html", nav="benchmarks", benchmarks=items)
 
 
+#: Algorithms whose statistics the benchmark page shows, the best by IQM first
+ALGORITHMS_SHOWN = 20
+
+
 @router.get("/benchmarks/{benchmark_id}", response_class=HTMLResponse)
 def benchmark_page(
     request: Request,
@@ -37,8 +41,10 @@ def benchmark_page(
     page: str = Query("1", max_length=12),
     x: str = Query("", max_length=64),
     y: str = Query("", max_length=64),
+    algorithms: str = Query("", max_length=4),
 ) -> HTMLResponse:
-    """The benchmark, its ranked runs, rliable's statistics per algorithm, and P(run x > run y)."""
+    """The benchmark, its ranked runs, rliable's statistics per algorithm (the best
+    :data:`ALGORITHMS_SHOWN` by IQM; ``algorithms=all``: every one), and P(run x > run y)."""
     with database(request).read() as session:
         found = benchmark_pages.detail(session, benchmark_id, page_number(page), request.url.path)
         if found is None:
@@ -47,7 +53,10 @@ def benchmark_page(
         compared = benchmark_pages.improvement(session, benchmark_id, x, y) if x or y else None
         runs_of = sa.select(BenchmarkRun.seq).where(BenchmarkRun.benchmark_id == benchmark_id)
         pooled = entries.pooled_conditions_notice(session, Evaluation.benchmark_run_seq.in_(runs_of))
-    bench, runs, pager, task_ids, aggregates = found
+    bench, runs, pager, task_ids, every_aggregate = found
+    # every algorithm is in the statistics; the tables and charts show the best few unless asked (at
+    # a thousand algorithms they were 6 MB of page)
+    aggregates = every_aggregate if algorithms == "all" else every_aggregate[:ALGORITHMS_SHOWN]
     return render(
         request,
         "benchmark.html",
@@ -57,6 +66,8 @@ def benchmark_page(
         page=pager,
         task_ids=task_ids,
         aggregates=aggregates,
+        algorithms_total=len(every_aggregate),
+        all_algorithms_url=f"{request.url.path}?algorithms=all#statistics",
         chart=benchmark_pages.chart_data(aggregates),
         choices=choices,
         chosen=(x or (choices[0].id if choices else ""), y or (choices[1].id if len(choices) > 1 else "")),

@@ -23,7 +23,8 @@ from palaestra.scoreboard.server.service_tables import derived_generation
 __all__ = ["cached", "lookup", "of_database", "of_env", "store"]
 
 T = TypeVar("T")
-SIZE = 256
+#: values kept (a benchmark's algorithms are one each: a thousand of them is a field-scale benchmark)
+SIZE = 4096
 _lock = threading.Lock()
 _values: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
 
