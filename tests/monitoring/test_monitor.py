@@ -15,7 +15,7 @@ import pytest
 
 import palaestra
 from palaestra.errors import MonitorError, ResetNeeded
-from palaestra.monitoring import files, open_monitors, stepping, vector_env_fns
+from palaestra.monitoring import files, open_monitors, vector_env_fns
 from palaestra.monitoring import recording as monitor_module
 from tests.monitoring.monitoring_helpers import (
     CountingEnv,
@@ -25,14 +25,10 @@ from tests.monitoring.monitoring_helpers import (
 )
 
 
-@pytest.fixture(autouse=True, params=["compiled step", "python step"])
-def step_path(request, monkeypatch):
-    """Every test here runs on both of the Monitor's steps: the C one and the Python one (stepping.py)."""
-    if request.param == "python step":
-        monkeypatch.setattr(stepping, "CompiledStepCounter", None)
-    elif stepping.CompiledStepCounter is None:
-        pytest.skip("the _stepcore extension is not built here (no C compiler)")
-    return request.param
+@pytest.fixture(autouse=True)
+def both_steps(step_path: str) -> str:
+    """Every test here runs on both of the Monitor's steps (conftest.step_path)."""
+    return step_path
 
 
 def cartpole() -> gym.Env:

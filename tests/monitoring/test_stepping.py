@@ -12,20 +12,8 @@ import pytest
 from gymnasium import spaces
 
 import palaestra
-from palaestra.errors import MonitorError, ResetNeeded
 from palaestra.monitoring import stepping
 from palaestra.monitoring.results import load_results
-
-PATHS = ["compiled step", "python step"]
-
-
-@pytest.fixture(params=PATHS)
-def step_path(request, monkeypatch):
-    if request.param == "python step":
-        monkeypatch.setattr(stepping, "CompiledStepCounter", None)
-    elif stepping.CompiledStepCounter is None:
-        pytest.skip("the _stepcore extension is not built here (no C compiler)")
-    return request.param
 
 
 class ScriptedEnv(gym.Env[int, int]):
@@ -97,19 +85,6 @@ def test_a_float32_reward_sums_as_pythons_plus_equals_does(tmp_path, step_path):
     for r in rewards:
         expected += r
     assert stats(tmp_path)["episode_rewards"] == [float(expected)]
-
-
-def test_stepping_before_reset_after_the_end_and_after_close_is_refused(tmp_path, step_path):
-    env = palaestra.Monitor(ScriptedEnv([(1.0, True, False)]), tmp_path, video_callable=False)
-    with pytest.raises(ResetNeeded, match="before reset"):
-        env.step(0)
-    env.reset()
-    env.step(0)
-    with pytest.raises(ResetNeeded, match="currently done"):
-        env.step(0)
-    env.close()
-    with pytest.raises(MonitorError, match="closed Monitor"):
-        env.step(0)
 
 
 def test_an_env_that_raises_leaves_the_episode_as_it_was(tmp_path, step_path):

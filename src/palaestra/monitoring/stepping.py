@@ -32,11 +32,9 @@ class EpisodeCounter:
         self.steps = 0
 
 
-def episode_counter(
-    env_step: Callable[[Any], Any], on_end: Callable[[Any, Any], None], compiled: bool = True
-) -> Any:
+def episode_counter(env_step: Callable[[Any], Any], on_end: Callable[[Any, Any], None]) -> Any:
     """The counter of a Monitor whose env steps with ``env_step``; ``on_end(terminated, truncated)``
     is called when an episode ends. A compiled one is callable as the Monitor's ``step``."""
-    if compiled and CompiledStepCounter is not None:
+    if CompiledStepCounter is not None:
         return CompiledStepCounter(env_step, on_end)
     return EpisodeCounter(env_step, on_end)
