@@ -54,6 +54,8 @@ LIVE_ABANDONED_AFTER_S = 600
 MAX_CHUNK_EPISODES = 5000
 #: A source's name: the manifest's file name.
 MAX_SOURCE_NAME = 300
+#: A run's name (``LiveEvaluationCreate.name``).
+MAX_RUN_NAME = 300
 
 LiveStatus = Literal["in_progress", "abandoned", "sealing", "sealed"]
 
@@ -69,6 +71,9 @@ class LiveEvaluationCreate(Request):
     gym_version: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     algorithm: AlgorithmRef | None = None
     writeup: WriteupURL | None = None
+    #: the run's name on its page and in the lists (the follower gives the env id and the algorithm,
+    #: or the directory's name)
+    name: str | None = Field(default=None, max_length=MAX_RUN_NAME)
 
 
 class LiveChunk(Request):
@@ -125,4 +130,6 @@ class LiveEvaluationObject(Response):
     recent_mean: float | None = None
     #: the evaluation it was sealed as
     evaluation_id: str | None = None
+    #: its name (None: the follower gave none)
+    name: str | None = None
     web_url: str | None = None
