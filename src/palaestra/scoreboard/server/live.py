@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import timedelta
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,9 +35,10 @@ from palaestra.scoreboard.live_protocol import (
     LiveChunkAnswer,
     LiveEvaluationCreate,
     LiveEvaluationObject,
+    LiveSeal,
     live_web_path,
 )
-from palaestra.scoreboard.server import live_derived
+from palaestra.scoreboard.server import live_derived, rate_limits
 from palaestra.scoreboard.server.account_tables import User
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.db_base import utcnow
@@ -49,6 +51,7 @@ from palaestra.scoreboard.server.storage import sha256_of
 
 __all__ = [
     "apply_chunk",
+    "check_new_live_run",
     "create_live",
     "live_object",
     "live_view",
@@ -105,6 +108,32 @@ def load_live(session: Session, live_id: str) -> tuple[LiveEvaluation, dict[str,
     ).all()
     owner = session.scalar(sa.select(User.name).where(User.seq == live.user_seq))
     return live, {name: position for name, position in rows}, owner
+
+
+def check_new_live_run(state: ServerState, session: Session, user_seq: int) -> None:
+    """429 if the user started ``live_runs_per_hour`` live runs in the last hour (counted from their
+    table in ``session``, the transaction that would create one)."""
+    limit = state.config.live_runs_per_hour
+    if limit <= 0:
+        return
+    since = state.clock.now() - timedelta(seconds=rate_limits.UPLOAD_WINDOW_S)
+    created = LiveEvaluation.created
+    times = list(
+        session.scalars(
+            sa.select(created)
+            .where(LiveEvaluation.user_seq == user_seq, created > since)
+            .order_by(created.desc())
+            .limit(limit)
+        )
+    )
+    if len(times) >= limit:
+        wait = (times[-1] - since).total_seconds()
+        raise rate_limits.too_many(
+            f"Too many live runs: this server accepts {limit} new live runs per user and hour, and you "
+            f"started {len(times)} in the last hour. Try again in {math.ceil(wait / 60)} min, or ask the "
+            "server's operator to raise PALAESTRA_RATE_LIMIT_LIVE_RUNS_PER_HOUR.",
+            wait,
+        )
 
 
 def create_live(session: Session, principal: Principal, body: LiveEvaluationCreate) -> LiveEvaluation:
@@ -432,8 +461,13 @@ def _document(initial: float | None, chunks: list[Any]) -> dict[str, Any]:
 # -- sealing -----------------------------------------------------------------------------------------
 
 
-def seal(state: ServerState, principal: Principal, live_id: str, request: Request) -> None:
-    """Make the live evaluation's evaluation, once; each step can be rerun after a kill."""
+def seal(state: ServerState, principal: Principal, live_id: str, request: Request, body: LiveSeal) -> None:
+    """Make the live evaluation's evaluation, once; each step can be rerun after a kill.
+
+    ``body`` brings what the follower read from the finished directory besides the episodes (its
+    video archive, its provenance), so that the evaluation equals an upload of that directory. A seal
+    refused (a video file that is not the caller's, a batch the store cannot take) leaves the run in
+    progress: it takes chunks again and can be sealed again, the problem saying why."""
     with state.db.write() as session:
         live = _own_live(session, principal, live_id, for_update=True)
         if live.status == "sealed":
@@ -446,14 +480,35 @@ def seal(state: ServerState, principal: Principal, live_id: str, request: Reques
             )
         live.status = "sealing"  # from now on chunks are refused: the batch below is the last word
         file_id, env_id = live.seal_file_id, live.env_id
-    if file_id is None:
-        file_id = _store_final_batch(state, principal, live_id)
-    evaluation_id = _evaluation_of_file(state, file_id)
-    if evaluation_id is None:
-        evaluation_id = _create_evaluation(state, principal, live_id, file_id, env_id, request)
+    try:
+        if file_id is None:
+            file_id = _store_final_batch(state, principal, live_id)
+        evaluation_id = _evaluation_of_file(state, file_id)
+        if evaluation_id is None:
+            evaluation_id = _create_evaluation(state, principal, live_id, file_id, env_id, request, body)
+    except Problem as refused:
+        if refused.status >= 500:  # an outage: the seal resumes where it stopped when asked again
+            raise
+        _reopen(state, principal, live_id)
+        raise Problem(
+            refused.status,
+            f"Live evaluation {live_id} was not sealed: {refused.detail} It is in progress again and takes "
+            "episodes; seal it again once this is mended.",
+            refused.param,
+            headers=refused.headers,
+        ) from None
     with state.db.write() as session:
         live = _own_live(session, principal, live_id, for_update=True)
         live.status, live.evaluation_id = "sealed", evaluation_id
+
+
+def _reopen(state: ServerState, principal: Principal, live_id: str) -> None:
+    """A refused seal: the run in progress again, its stored batch forgotten (chunks may follow it;
+    the unused file is removed by gc as any unused upload)."""
+    with state.db.write() as session:
+        live = _own_live(session, principal, live_id, for_update=True)
+        if live.status == "sealing" and live.evaluation_id is None:
+            live.status, live.seal_file_id = "in_progress", None
 
 
 def _store_final_batch(state: ServerState, principal: Principal, live_id: str) -> str:
@@ -461,13 +516,9 @@ def _store_final_batch(state: ServerState, principal: Principal, live_id: str) -
     with state.db.read() as session:
         live = _own_live(session, principal, live_id, for_update=False)
         merged = merge_stats_documents(stored_documents(session, live.seq))
+    # No upload cap here: that cap guards the server from what a client sends, and these episodes were
+    # checked chunk by chunk as they came; a run longer than one upload may carry still seals.
     data = encode_episode_batch(merged, f"live evaluation {live_id}")
-    if len(data) > state.config.max_episode_batch_bytes:
-        raise Problem(
-            413,
-            f"The episodes of live evaluation {live_id} make a {len(data)}-byte episode batch; this server "
-            f"accepts at most {state.config.max_episode_batch_bytes}, as it would for an upload.",
-        )
     file_id = new_id("file")
     key = f"files/{file_id}.live"
     state.store.put_bytes(key, data)
@@ -486,7 +537,7 @@ def _store_final_batch(state: ServerState, principal: Principal, live_id: str) -
                 status="uploaded",
                 storage_key=key,
                 size=len(data),
-                max_bytes=state.config.max_episode_batch_bytes,
+                max_bytes=max(len(data), state.config.max_episode_batch_bytes),
                 expires=now,
                 created=now,
                 uploaded=now,
@@ -504,7 +555,13 @@ def _evaluation_of_file(state: ServerState, file_id: str) -> str | None:
 
 
 def _create_evaluation(
-    state: ServerState, principal: Principal, live_id: str, file_id: str, env_id: str, request: Request
+    state: ServerState,
+    principal: Principal,
+    live_id: str,
+    file_id: str,
+    env_id: str,
+    request: Request,
+    sealed: LiveSeal,
 ) -> str:
     """``POST /v1/evaluations``'s own code, on the stored batch: one implementation of an evaluation."""
     from palaestra.scoreboard.server.api.evaluations import create_evaluation_now
@@ -513,6 +570,8 @@ def _create_evaluation(
         live = _own_live(session, principal, live_id, for_update=False)
         body = protocol.EvaluationCreate(
             training_episode_batch=file_id,
+            training_video=sealed.training_video,
+            provenance=sealed.provenance,
             env=env_id,
             algorithm=protocol.AlgorithmRef(id=live.algorithm_ref) if live.algorithm_ref else None,
             writeup=live.writeup,

@@ -42,7 +42,7 @@ from palaestra.scoreboard.server.deps import run_blocking
 from palaestra.scoreboard.server.evaluation_scoring import EvaluationScoring, derive_evaluation
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
-from palaestra.scoreboard.server.live_tables import SEALED_TWIN_HEADER, sealed_twin_answer
+from palaestra.scoreboard.server.live_twins import SEALED_TWIN_HEADER, sealed_twin_answer
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import (
     EvaluationRecord,
@@ -166,7 +166,11 @@ def _score_and_insert(
     content: _Content,
 ) -> Response:
     _read_content(state, refs, content)
-    twin = None if refs.run else sealed_twin_answer(state, request, principal, body.env, content.batch_sha256)
+    twin = (
+        None
+        if refs.run
+        else sealed_twin_answer(state, request, principal, body.env, content.batch_sha256, content.batch)
+    )
     if twin is not None:
         return twin  # the directory of a live run sealed before: its evaluation, nothing new
     if content.batch is None or not content.batch.episode_lengths:
