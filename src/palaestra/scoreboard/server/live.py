@@ -367,7 +367,7 @@ def _derive(conn: sa.Connection, live: Any, number: int, initial: float | None, 
     state: dict[str, Any] | None = None
     if row is not None:
         state = live_derived.advance(
-            row.state, number, initial, chunk.timestamps, chunk.episode_rewards, chunk.episode_lengths,
+            live_derived.unpack(row.state), number, initial, chunk.timestamps, chunk.episode_rewards, chunk.episode_lengths,
             chunk.episode_types,
         )  # fmt: skip
     elif live.episodes == 0:
@@ -379,7 +379,7 @@ def _derive(conn: sa.Connection, live: Any, number: int, initial: float | None, 
         state = _rebuild(conn, live.seq, live.env_id, live.gym_version)
     values = {
         "episodes": len(state["tail"]["t"]) + state["folded"]["n"],
-        "state": state,
+        "state": live_derived.pack(state),
         "view": json.dumps(live_derived.view_of(state), allow_nan=False),
     }
     if row is None:

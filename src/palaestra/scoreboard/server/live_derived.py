@@ -32,7 +32,7 @@ from palaestra import catalogue, solved_stats
 from palaestra.episodes import Episodes
 from palaestra.scoreboard.server.web.curves import MAX_POINTS
 
-__all__ = ["TAIL", "advance", "empty_state", "rebuild", "view_of"]
+__all__ = ["TAIL", "advance", "empty_state", "pack", "rebuild", "unpack", "view_of"]
 
 #: Episodes kept unfolded at the end of the merged order: a second source's chunk lands among the
 #: newest episodes of the first (its follower polls as often), never thousands behind.
@@ -51,8 +51,19 @@ def empty_state(env_id: str, gym_version: str | None) -> dict[str, Any]:
         "threshold": threshold,
         "listed": entry is not None,
         "resets": {},
-        "tail": {"t": [], "r": [], "l": [], "e": [], "s": []},
+        "tail": _columns(),
         "folded": _empty_folded(),
+    }
+
+
+def _columns(t: Any = (), r: Any = (), ln: Any = (), e: Any = (), s: Any = ()) -> dict[str, np.ndarray]:
+    """Episodes in merged order: end time, reward, length, evaluation or not, source number."""
+    return {
+        "t": np.asarray(t, dtype=float),
+        "r": np.asarray(r, dtype=float),
+        "l": np.asarray(ln, dtype=np.int64),
+        "e": np.asarray(e, dtype=bool),
+        "s": np.asarray(s, dtype=np.int64),
     }
 
 
@@ -68,11 +79,16 @@ def _empty_folded() -> dict[str, Any]:
         "eval_sum": 0.0,
         "outcomes": [0, 0, 0],
         # the last trials - 1 training episodes: where the windows and trailing means continue from
-        "window": {"r": [], "l": [], "t": [], "steps": []},
+        "window": {
+            "r": np.empty(0),
+            "l": np.empty(0, dtype=np.int64),
+            "t": np.empty(0),
+            "steps": np.empty(0, dtype=np.int64),
+        },
         "best": None,  # [mean, start, error]
         "solved": None,  # [start, steps before it, its end time]
         "size": 1,
-        "cells": [],
+        "cells": np.empty((0, 8)),
     }
 
 
@@ -95,21 +111,15 @@ def advance(
     key = str(source)
     if key not in state["resets"]:
         state["resets"][key] = initial_reset if initial_reset is not None else float(timestamps[0])
-    tail = state["tail"]
     is_eval = [t == "e" for t in types] if types is not None else [False] * len(timestamps)
-    merged = {
-        "t": np.array(tail["t"] + list(timestamps), dtype=float),
-        "r": np.array(tail["r"] + list(rewards), dtype=float),
-        "l": np.array(tail["l"] + list(lengths), dtype=np.int64),
-        "e": np.array(tail["e"] + is_eval, dtype=bool),
-        "s": np.array(tail["s"] + [source] * len(timestamps), dtype=np.int64),
-    }
+    new = _columns(timestamps, rewards, lengths, is_eval, [source] * len(timestamps))
+    merged = {k: np.concatenate([v, new[k]]) for k, v in state["tail"].items()}
     order = np.lexsort((merged["s"], merged["t"]))  # by end time, ties by source; stable within one
     merged = {k: v[order] for k, v in merged.items()}
     over = max(0, len(merged["t"]) - TAIL)
     if over:
         _fold(state, folded, {k: v[:over] for k, v in merged.items()})
-    state["tail"] = {k: v[over:].tolist() for k, v in merged.items()}
+    state["tail"] = {k: v[over:] for k, v in merged.items()}
     return state
 
 
@@ -119,17 +129,11 @@ def rebuild(
     """The derivation of a run's merged ``episodes`` (``sources``: each one's source number)."""
     state = empty_state(env_id, gym_version)
     state["resets"] = {str(k): v for k, v in resets.items()}
-    columns = {
-        "t": episodes.timestamps.astype(float),
-        "r": episodes.rewards.astype(float),
-        "l": episodes.lengths.astype(np.int64),
-        "e": episodes.is_evaluation.astype(bool),
-        "s": np.asarray(sources, dtype=np.int64),
-    }
+    columns = _columns(episodes.timestamps, episodes.rewards, episodes.lengths, episodes.is_evaluation, sources)
     over = max(0, len(episodes) - TAIL)
     if over:
         _fold(state, state["folded"], {k: v[:over] for k, v in columns.items()})
-    state["tail"] = {k: v[over:].tolist() for k, v in columns.items()}
+    state["tail"] = {k: v[over:] for k, v in columns.items()}
     return state
 
 
@@ -149,10 +153,10 @@ def _fold(state: dict[str, Any], folded: dict[str, Any], eps: dict[str, np.ndarr
     steps_before = steps0 + np.concatenate([[0], np.cumsum(ln[:-1])]).astype(np.int64)
     window = folded["window"]
     p = len(window["r"])
-    ext_r = np.concatenate([np.asarray(window["r"], dtype=float), r])
-    ext_l = np.concatenate([np.asarray(window["l"], dtype=float), ln.astype(float)])
-    ext_t = np.concatenate([np.asarray(window["t"], dtype=float), t])
-    ext_steps = np.concatenate([np.asarray(window["steps"], dtype=np.int64), steps_before])
+    ext_r = np.concatenate([window["r"], r])
+    ext_l = np.concatenate([window["l"].astype(float), ln.astype(float)])
+    ext_t = np.concatenate([window["t"], t])
+    ext_steps = np.concatenate([window["steps"], steps_before])
     cs_r = np.concatenate([[0.0], np.cumsum(ext_r)])
     cs_l = np.concatenate([[0.0], np.cumsum(ext_l)])
     # trailing means at each new episode: over its last min(index + 1, trials) episodes
@@ -190,17 +194,15 @@ def _fold(state: dict[str, Any], folded: dict[str, Any], eps: dict[str, np.ndarr
     ]
     keep = max(0, trials - 1)
     folded["window"] = {
-        "r": ext_r[len(ext_r) - keep :].tolist() if keep else [],
-        "l": ext_l[len(ext_l) - keep :].astype(np.int64).tolist() if keep else [],
-        "t": ext_t[len(ext_t) - keep :].tolist() if keep else [],
-        "steps": ext_steps[len(ext_steps) - keep :].tolist() if keep else [],
+        "r": ext_r[len(ext_r) - keep :],
+        "l": ext_l[len(ext_l) - keep :].astype(np.int64),
+        "t": ext_t[len(ext_t) - keep :],
+        "steps": ext_steps[len(ext_steps) - keep :],
     }
     new = np.column_stack(
         [np.ones(k), global_index.astype(float), steps_before.astype(float), t, r, ln.astype(float), r_mean, l_mean]
     )
-    folded["cells"], folded["size"] = _add_cells(np.asarray(folded["cells"], dtype=float).reshape(-1, 8),
-                                                 folded["size"], new)  # fmt: skip
-    folded["cells"] = folded["cells"].tolist()
+    folded["cells"], folded["size"] = _add_cells(folded["cells"].copy(), folded["size"], new)
 
 
 def _add_cells(cells: np.ndarray, size: int, new: np.ndarray) -> tuple[np.ndarray, int]:
@@ -238,15 +240,50 @@ def _pooled(groups: np.ndarray) -> np.ndarray:
     return out
 
 
+def pack(state: dict[str, Any]) -> bytes:
+    """``state`` as bytes for ``live_derived.state``: a JSON header of its numbers and its arrays' raw
+    bytes after it (a state of 2,000 cells and a tail of 2,000 episodes as JSON cost 35 ms a chunk to
+    write and read back; so, under 1 ms: bench/live_pages.py)."""
+    arrays: list[tuple[str, np.ndarray]] = []
+
+    def strip(value: Any, path: str) -> Any:
+        if isinstance(value, np.ndarray):
+            arrays.append((path, np.ascontiguousarray(value)))
+            return None
+        if isinstance(value, dict):
+            return {k: strip(v, f"{path}.{k}" if path else k) for k, v in value.items()}
+        return value
+
+    header = strip(state, "")
+    header["arrays"] = [[path, a.dtype.str, list(a.shape)] for path, a in arrays]
+    head = json.dumps(header).encode()  # a sum past a float is inf: kept as JSON spells it
+    return len(head).to_bytes(4, "little") + head + b"".join(a.tobytes() for _, a in arrays)
+
+
+def unpack(data: bytes) -> dict[str, Any]:
+    """The state :func:`pack` wrote."""
+    size = int.from_bytes(data[:4], "little")
+    state: dict[str, Any] = json.loads(data[4 : 4 + size])
+    offset = 4 + size
+    for path, dtype, shape in state.pop("arrays"):
+        kind = np.dtype(dtype)
+        count = int(np.prod(shape)) if shape else 1
+        array = np.frombuffer(data, dtype=kind, count=count, offset=offset).reshape(shape).copy()
+        offset += count * kind.itemsize
+        *parents, name = path.split(".")
+        node = state
+        for parent in parents:
+            node = node[parent]
+        node[name] = array
+    return state
+
+
 def view_of(state: dict[str, Any]) -> dict[str, Any]:
     """What the pages show of a run at ``state``: ``score`` (an EvaluationScore's fields and
     ``ranking_mean``) and ``curves`` (as an evaluation's page curves), JSON-ready, no NaN or infinity."""
-    folded = json.loads(json.dumps(state["folded"]))  # a copy: the tail is folded for the view only
-    tail = state["tail"]
-    if tail["t"]:
-        eps = {k: np.asarray(v) for k, v in tail.items()}
-        eps["e"] = eps["e"].astype(bool)
-        _fold(state, folded, eps)
+    folded = dict(state["folded"])  # a copy (_fold replaces its values): the tail is folded for the view only
+    if len(state["tail"]["t"]):
+        _fold(state, folded, state["tail"])
     trials, threshold = state["trials"], state["threshold"]
     resets = [float(v) for v in state["resets"].values()]
     first_reset = min(resets) if resets else None
@@ -276,7 +313,7 @@ def view_of(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _curves(folded: dict[str, Any], trials: int, threshold: float | None, first_reset: float | None) -> dict[str, Any]:
-    cells = np.asarray(folded["cells"], dtype=float).reshape(-1, 8)
+    cells = folded["cells"]
     if not len(cells):
         return {}
     count = cells[:, _COUNT]

@@ -80,12 +80,13 @@ class LiveChunkRecord(Base):
 
 
 class LiveDerived(Base):
-    """A live run's derivation: ``state`` (what the next chunk continues from) and ``view`` (the JSON
-    text its page, its JSON and compare read), as of ``episodes`` episodes."""
+    """A live run's derivation: ``state`` (what the next chunk continues from, packed by
+    :func:`palaestra.scoreboard.server.live_derived.pack`) and ``view`` (the JSON text its page, its
+    JSON and compare read), as of ``episodes`` episodes."""
 
     __tablename__ = "live_derived"
 
     live_seq: Mapped[int] = mapped_column(sa.ForeignKey("live_evaluations.seq"), primary_key=True)
     episodes: Mapped[int] = mapped_column(sa.Integer)
-    state: Mapped[dict[str, Any]] = mapped_column()
+    state: Mapped[bytes] = mapped_column(sa.LargeBinary)
     view: Mapped[str] = mapped_column(sa.Text)

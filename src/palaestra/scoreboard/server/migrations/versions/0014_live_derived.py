@@ -15,15 +15,11 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
 
 revision = "0014_live_derived"
 down_revision = "0011_nulls_last_indexes"
 branch_labels = None
 depends_on = None
-
-JSONType = sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
-
 
 def upgrade() -> None:
     op.add_column("live_evaluations", sa.Column("name", sa.String(length=300), nullable=True))
@@ -31,7 +27,7 @@ def upgrade() -> None:
         "live_derived",
         sa.Column("live_seq", sa.Integer(), nullable=False),
         sa.Column("episodes", sa.Integer(), nullable=False),
-        sa.Column("state", JSONType, nullable=False),
+        sa.Column("state", sa.LargeBinary(), nullable=False),
         sa.Column("view", sa.Text(), nullable=False),
         sa.ForeignKeyConstraint(["live_seq"], ["live_evaluations.seq"]),
         sa.PrimaryKeyConstraint("live_seq"),
