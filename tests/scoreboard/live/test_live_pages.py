@@ -107,3 +107,21 @@ def test_the_live_page_draws_the_evaluation_pages_charts_with_their_axes_and_thr
     assert curves["threshold"] == 475.0 and curves["trials"] == 100
     assert curves["episode"][:3] == [0.0, 1.0, 2.0] and len(curves["reward_mean"]) == 150
     assert "Mean of the last 100 episodes" in page
+
+
+def test_a_named_run_shows_its_name_in_the_lists_and_its_algorithm_on_compare(
+    scoreboard_server: ScoreboardServer,
+) -> None:
+    from tests.scoreboard.server_helpers import make_batch, upload_evaluation
+
+    server = scoreboard_server
+    with server.client() as c:
+        finished = upload_evaluation(c, "Acrobot-v1", make_batch(20), algorithm={"id": "named-live-alg"})
+    live_id = _create(server, env="Acrobot-v1", algorithm={"id": "named-live-alg"}, name="Acrobot-v1 · named-live-alg")
+    _post(server, live_id, "s", 0, np.arange(1000.0, 1030.0), np.full(30, -100.0), np.full(30, 100))
+    env_page = httpx.get(f"{server.url}/envs/Acrobot-v1").text
+    assert f'<a href="/live/{live_id}">Acrobot-v1 · named-live-alg</a>' in env_page
+    compare = httpx.get(f"{server.url}/compare", params=[("e", live_id), ("e", finished["id"])]).text
+    chart = json.loads(compare.split('id="compare-data">', 1)[1].split("</script>", 1)[0])
+    label = next(line["label"] for line in chart["series"] if line["id"] == live_id)
+    assert label.startswith("named-live-alg · tester") and label.endswith("(in progress)")

@@ -18,7 +18,7 @@ from palaestra.scoreboard import protocol
 from palaestra.scoreboard.live_protocol import live_web_path
 from palaestra.scoreboard.server import live
 from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.db import Algorithm, Evaluation
 from palaestra.scoreboard.server.db_base import snapshot
 from palaestra.scoreboard.server.deps import state_of
 from palaestra.scoreboard.server.live_tables import LiveEvaluation
@@ -30,8 +30,6 @@ from palaestra.scoreboard.server.web.services import database
 __all__ = ["LiveRow", "compared_live", "in_progress_rows", "is_live_id", "router"]
 
 router = APIRouter(include_in_schema=False)
-#: Points of the live reward curve sent to the page (episodes are pooled into this many buckets).
-CURVE_POINTS = 200
 STATUS_LABELS = {
     "in_progress": "in progress",
     "abandoned": "abandoned",
@@ -46,6 +44,8 @@ class LiveRow:
 
     id: str
     url: str
+    #: what the follower named it (None: an older follower's run)
+    name: str | None
     env_id: str
     owner: str | None
     status: str
@@ -70,6 +70,7 @@ def in_progress_rows(request: Request, session: Session, where: Any, limit: int 
             LiveRow(
                 obj.id,
                 live_web_path(obj.id),
+                obj.name,
                 obj.env,
                 owner,
                 STATUS_LABELS[obj.status],
@@ -90,7 +91,8 @@ def _progress(request: Request, live_id: str) -> dict[str, Any]:
             found, sources, owner = live.load_live(session, live_id)
         except Problem:
             return {}
-        view = live.live_view(session, found)
+        # a sealed run's page is its evaluation's (a redirect): nothing to derive for it
+        view = live.live_view(session, found) if found.status != "sealed" else {}
     obj = live.live_object(state, found, sources, owner)
     recent = len(found.recent_rewards or [])
     return {
@@ -190,7 +192,7 @@ def compared_live(
             except Problem:
                 continue
             view = live.live_view(session, run)
-            if not view["curves"] and not view["score"]["evaluation_episodes"]:
+            if not view["score"]["number_episodes"] and not view["score"]["evaluation_episodes"]:
                 continue
             values = {
                 "id": run.id,
@@ -200,6 +202,19 @@ def compared_live(
                 "videos": [],
                 **view["score"],
             }
-            record = EvaluationRecord.of(snapshot(Evaluation, values), None, None, owner)
+            algorithm = _named_algorithm(session, run.user_seq, run.algorithm_ref)
+            record = EvaluationRecord.of(snapshot(Evaluation, values), algorithm, None, owner)
             found[live_id] = (record, view["curves"] or None)
     return found
+
+
+def _named_algorithm(session: Session, user_seq: int, ref: str | None) -> Algorithm | None:
+    """The owner's algorithm a live run names (by id, else by name, as its seal will resolve it), if any."""
+    if not ref:
+        return None
+    return session.scalar(
+        sa.select(Algorithm)
+        .where(Algorithm.user_seq == user_seq, sa.or_(Algorithm.id == ref, Algorithm.name == ref))
+        .order_by(sa.case((Algorithm.id == ref, 0), else_=1))  # by id, else by name
+        .limit(1)
+    )
