@@ -3,6 +3,7 @@ data, the rate limits of creating runs and sending chunks, the body cap of the p
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -102,3 +103,19 @@ def test_a_chunk_of_the_protocols_most_episodes_in_their_longest_spelling_is_acc
     assert r.json()["position"] == n
     too_many = _post(scoreboard_server, live_id, _chunk("s", 0, n + 1))
     assert too_many.status_code == 413 and f"at most {n}" in too_many.json()["detail"]
+
+
+def test_the_followers_chunks_and_the_protocols_largest_fit_the_body_cap_however_their_numbers_are_spelt() -> None:
+    from palaestra.scoreboard.client.follow import CHUNK_EPISODES
+    from palaestra.scoreboard.live_protocol import MAX_CHUNK_BODY_BYTES, LiveChunk
+
+    longest = -1.2345678901234567e-300
+    for n in (CHUNK_EPISODES, MAX_CHUNK_EPISODES):
+        chunk = LiveChunk(
+            source="m" * 300, start=2**62, initial_reset_timestamp=longest, timestamps=[longest] * n,
+            episode_lengths=[2**63 - 1] * n, episode_rewards=[longest] * n, episode_types=["e"] * n,
+            episode_truncated=[False] * n,
+        )  # fmt: skip
+        body = json.dumps(chunk.model_dump(mode="json", exclude_none=True)).encode()  # as the client sends it
+        assert len(body) <= MAX_CHUNK_BODY_BYTES, (n, len(body))
+    assert CHUNK_EPISODES * 5 <= MAX_CHUNK_EPISODES
