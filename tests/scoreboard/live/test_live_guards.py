@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
 from palaestra.scoreboard.live_protocol import MAX_CHUNK_EPISODES
 from tests.scoreboard.server_helpers import ScoreboardServer
@@ -37,9 +38,12 @@ def _post(server: ScoreboardServer, live_id: str, chunk: dict[str, Any]) -> http
     return httpx.post(f"{server.url}{LIVE}/{live_id}/chunks", json=chunk, headers=server.headers(), timeout=30)
 
 
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def test_a_replayed_sequence_number_with_other_episodes_is_refused_naming_the_source_and_sequence_number(
-    scoreboard_server: ScoreboardServer,
+    scoreboard_factory: Any, database: str, request: pytest.FixtureRequest
 ) -> None:
+    url = request.getfixturevalue("postgres_url") if database == "postgresql" else None
+    scoreboard_server: ScoreboardServer = scoreboard_factory(database_url=url)
     live_id = _create(scoreboard_server)
     assert _post(scoreboard_server, live_id, _chunk("m.0.manifest.json", 0, 5)).json()["applied"] is True
     same = _post(scoreboard_server, live_id, _chunk("m.0.manifest.json", 0, 5))
@@ -60,9 +64,14 @@ def test_a_replayed_sequence_number_with_other_episodes_is_refused_naming_the_so
     assert page["score"]["number_episodes"] == 5 and 99.5 not in page["curves"]["reward"]
 
 
-def test_creating_live_runs_and_sending_chunks_are_rate_limited_per_user(scoreboard_factory: Any) -> None:
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_creating_live_runs_and_sending_chunks_are_rate_limited_per_user(
+    scoreboard_factory: Any, database: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("postgres_url") if database == "postgresql" else None
     server: ScoreboardServer = scoreboard_factory(
-        env={"PALAESTRA_RATE_LIMIT_LIVE_RUNS_PER_HOUR": "2", "PALAESTRA_RATE_LIMIT_LIVE_CHUNKS_PER_MINUTE": "3"}
+        database_url=url,
+        env={"PALAESTRA_RATE_LIMIT_LIVE_RUNS_PER_HOUR": "2", "PALAESTRA_RATE_LIMIT_LIVE_CHUNKS_PER_MINUTE": "3"},
     )
     first = _create(server)
     _create(server)

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import pytest
 
 from tests.scoreboard.server_helpers import ScoreboardServer
 
@@ -43,10 +44,8 @@ def _post(server: ScoreboardServer, live_id: str, source: str, start: int, t: np
     assert answer.status_code == 200, answer.text
 
 
-def test_the_live_json_shows_the_score_the_seal_makes_for_interleaved_sources_late_chunks_included(
-    scoreboard_server: ScoreboardServer,
-) -> None:
-    server, rng = scoreboard_server, np.random.default_rng(7)
+def _interleaved_run_shows_what_its_seal_scores(server: ScoreboardServer) -> None:
+    rng = np.random.default_rng(7)
     live_id = _create(server)
     n = 3000  # each of two sources: more than the derivation keeps unfolded
     times = {s: np.sort(rng.uniform(1000, 5000, n)) for s in ("a", "b")}
@@ -76,6 +75,14 @@ def test_the_live_json_shows_the_score_the_seal_makes_for_interleaved_sources_la
             assert shown[key] == value, key
     assert score["number_episodes"] == progress["curves"]["episodes"] > 5000
     assert len(progress["curves"]["reward"]) <= 2000
+
+
+@pytest.mark.parametrize("database", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def test_the_live_json_shows_the_score_the_seal_makes_for_interleaved_sources_late_chunks_included(
+    scoreboard_factory: Any, database: str, request: pytest.FixtureRequest
+) -> None:
+    url = request.getfixturevalue("postgres_url") if database == "postgresql" else None
+    _interleaved_run_shows_what_its_seal_scores(scoreboard_factory(database_url=url))
 
 
 def test_the_live_json_never_holds_a_bare_infinity_and_the_page_says_how_many_episodes_the_mean_is_of(
