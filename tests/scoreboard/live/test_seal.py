@@ -14,7 +14,7 @@ import palaestra
 from palaestra.scoreboard.client import ScoreboardClient
 from palaestra.scoreboard.client.follow import Follower
 from palaestra.scoreboard.server.conditions import conditions_key
-from tests.scoreboard.live.live_helpers import live_state
+from tests.scoreboard.live.live_helpers import cli, live_state
 from tests.scoreboard.server_helpers import ScoreboardServer
 
 LIVE = "/v1/live_evaluations"
@@ -124,3 +124,18 @@ def test_a_refused_seal_says_why_and_leaves_the_run_in_progress_taking_episodes(
     sealed = httpx.post(f"{server.url}{LIVE}/{live_id}/seal", headers=headers).json()
     assert sealed["status"] == "sealed"
     assert _evaluation(server, sealed["evaluation_id"])["score"]["number_episodes"] == 3
+
+
+def test_upload_seal_with_the_directory_carries_its_videos_and_provenance(
+    scoreboard_server: ScoreboardServer, tmp_path: Path
+) -> None:
+    server, run = scoreboard_server, tmp_path / "abandoned"
+    _record(run, episodes=6)
+    with ScoreboardClient(server.url, server.api_key) as client:
+        follower = Follower(client, run, interval=0.1)
+        assert follower.poll_once() is True  # every episode sent; the follower died before its seal
+    assert follower.live_id is not None
+    evaluation_id = cli(server, "upload", "--seal", follower.live_id, str(run))["id"]
+    sealed = _evaluation(server, evaluation_id)
+    assert sealed["score"]["number_episodes"] == 6 and len(sealed["videos"]) == 2
+    assert sealed["provenance"] is not None and sealed["conditions"]["recorded"] is True
