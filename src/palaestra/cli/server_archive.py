@@ -105,9 +105,9 @@ def verify(config: Any, args: argparse.Namespace) -> int:
 
 
 def log_backfill(config: Any, args: argparse.Namespace) -> int:
-    from palaestra.scoreboard.server.archive.scorelog import backfill
-    from palaestra.scoreboard.server.state import open_database
-    from palaestra.scoreboard.server.storage import open_store
+    from palaestra.scoreboard.server.core.state import open_database
+    from palaestra.scoreboard.server.core.storage import open_store
+    from palaestra.scoreboard.server.evaluations.scorelog import backfill
 
     db = open_database(config, migrate_now=True)
     try:

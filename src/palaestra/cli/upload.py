@@ -201,7 +201,7 @@ def _follow(args: argparse.Namespace) -> int:
 
 def _seal(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
-    from palaestra.scoreboard.live_protocol import LiveEvaluationObject
+    from palaestra.scoreboard.protocol.live import LiveEvaluationObject
 
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
         sealed = client.http.call(LiveEvaluationObject, "POST", f"/v1/live_evaluations/{args.seal}/seal")

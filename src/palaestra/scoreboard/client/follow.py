@@ -33,7 +33,7 @@ from palaestra.monitoring.results import collapse_env_infos, read_stats_file
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.keys import idempotency_key
 from palaestra.scoreboard.client.session import ScoreboardClient
-from palaestra.scoreboard.live_protocol import (
+from palaestra.scoreboard.protocol.live import (
     LiveChunk,
     LiveChunkAnswer,
     LiveEvaluationCreate,

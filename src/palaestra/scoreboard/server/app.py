@@ -20,15 +20,16 @@ from fastapi.concurrency import run_in_threadpool
 
 from palaestra._version import __version__
 from palaestra.scoreboard.protocol import API_PREFIX
-from palaestra.scoreboard.server import api, logs, problems, web
+from palaestra.scoreboard.server import api, problems, web
 from palaestra.scoreboard.server.api.deps import add_request_bodies
-from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
-from palaestra.scoreboard.server.config import ServerConfig, resolve_config
-from palaestra.scoreboard.server.evaluation_scoring import warm_up
-from palaestra.scoreboard.server.gc import PeriodicGc
-from palaestra.scoreboard.server.read_limits import limit_anonymous_reads
-from palaestra.scoreboard.server.readonly import ReadOnlyMiddleware
-from palaestra.scoreboard.server.state import ServerState, build_state
+from palaestra.scoreboard.server.archive.gc import PeriodicGc
+from palaestra.scoreboard.server.core import logs
+from palaestra.scoreboard.server.core.config import ServerConfig, resolve_config
+from palaestra.scoreboard.server.core.state import ServerState, build_state
+from palaestra.scoreboard.server.evaluations.derive import warm_up
+from palaestra.scoreboard.server.guards.body_limits import BodyLimitMiddleware
+from palaestra.scoreboard.server.guards.read_limits import limit_anonymous_reads
+from palaestra.scoreboard.server.guards.readonly import ReadOnlyMiddleware
 
 logger = logging.getLogger("palaestra.scoreboard")
 
@@ -144,7 +145,7 @@ def serve(
     if workers > 1:
         # Each worker process builds its own app from the environment; migrate once first (never a
         # read-only archive: it is served as it is).
-        from palaestra.scoreboard.server.state import migrate_database
+        from palaestra.scoreboard.server.core.state import migrate_database
 
         if not config.read_only:
             migrate_database(config)

@@ -5,7 +5,7 @@ Every non-2xx answer is JSON ``{"detail": ..., "type": ..., "status": ..., "requ
 offending parameter (the 2017 client shows it as ``InvalidRequestError.param``) or is
 ``"about:blank"``. A full disk or database is a 507 that says so (:func:`storage_full`); a database
 outage is a 503 with ``Retry-After`` (:mod:`.outage`). A handler raises :class:`Problem` (or ingest raises
-:class:`~palaestra.scoreboard.server.ingest.IngestError`); :func:`install` turns either into that
+:class:`~palaestra.scoreboard.server.evaluations.ingest.IngestError`); :func:`install` turns either into that
 answer, and so does every validation error and unexpected exception (:class:`RequestMiddleware`,
 which also writes each request's access line: :mod:`.logs`).
 """
@@ -27,10 +27,14 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from palaestra.scoreboard.protocol import NO_PARAM, REQUEST_ID_HEADER
-from palaestra.scoreboard.server.ids import new_id
-from palaestra.scoreboard.server.ingest import IngestError
-from palaestra.scoreboard.server.logs import ACCESS_LOGGER
-from palaestra.scoreboard.server.outage import UNAVAILABLE_DETAIL, database_unavailable, unavailable_response
+from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.core.logs import ACCESS_LOGGER
+from palaestra.scoreboard.server.evaluations.ingest import IngestError
+from palaestra.scoreboard.server.guards.outage import (
+    UNAVAILABLE_DETAIL,
+    database_unavailable,
+    unavailable_response,
+)
 
 logger = logging.getLogger("palaestra.scoreboard")
 access_logger = logging.getLogger(ACCESS_LOGGER)

@@ -10,17 +10,17 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server.account_tables import User
+from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
 from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db import Algorithm
-from palaestra.scoreboard.server.db_base import from_row
-from palaestra.scoreboard.server.ids import new_id
+from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.evaluations.records import AlgorithmRecord
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.records import AlgorithmRecord
-from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.base import from_row
+from palaestra.scoreboard.server.tables.scores import Algorithm
 
 __all__ = ["find_algorithm", "resolve_algorithm", "router"]
 

@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import NO_PARAM
 from palaestra.scoreboard.server.api.deps import ListRequest
+from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.state import ServerState
 
 __all__ = ["answer", "base_url", "filtered", "not_found", "page"]
 

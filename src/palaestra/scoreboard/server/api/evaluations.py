@@ -8,7 +8,7 @@ the page's curves and the benchmark's TaskScores: :mod:`..evaluation_scoring`) a
 one transaction that adds the evaluation, claims its files, adds it to its env's aggregates and stores
 the idempotent answer. A server killed at any point leaves either the whole evaluation or none of it.
 
-Answers render :class:`~palaestra.scoreboard.server.records.EvaluationRecord`, as the web pages do.
+Answers render :class:`~palaestra.scoreboard.server.evaluations.records.EvaluationRecord`, as the web pages do.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import EpisodeBatch
-from palaestra.scoreboard.provenance_wire import Provenance
-from palaestra.scoreboard.server import benchmarking, index_stats
-from palaestra.scoreboard.server.account_tables import User
+from palaestra.scoreboard.protocol.provenance import Provenance
+from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.api.algorithms import find_algorithm, resolve_algorithm
 from palaestra.scoreboard.server.api.benchmark_runs import own_run
 from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
@@ -33,27 +32,27 @@ from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, 
 from palaestra.scoreboard.server.api.files import load_files, own_file
 from palaestra.scoreboard.server.api.idempotency import REPLAYED_HEADER, Idempotency
 from palaestra.scoreboard.server.api.uploads import ingest_remote
-from palaestra.scoreboard.server.archive import scorelog
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.conditions import conditions_key, derive_conditions
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation, upsert_env_stats
-from palaestra.scoreboard.server.db_base import snapshot, utcnow
-from palaestra.scoreboard.server.deps import run_blocking
-from palaestra.scoreboard.server.evaluation_scoring import EvaluationScoring, derive_evaluation
-from palaestra.scoreboard.server.ids import new_id
-from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
-from palaestra.scoreboard.server.live_tables import SEALED_TWIN_HEADER, sealed_twin_answer
-from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.records import (
+from palaestra.scoreboard.server.core.deps import run_blocking
+from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.core.storage import BlobDamaged, BlobNotFound, FileStore
+from palaestra.scoreboard.server.evaluations import benchmarking, index_stats, scorelog
+from palaestra.scoreboard.server.evaluations.conditions import conditions_key, derive_conditions
+from palaestra.scoreboard.server.evaluations.derive import EvaluationScoring, derive_evaluation
+from palaestra.scoreboard.server.evaluations.ingest import IngestError, read_validated_batch
+from palaestra.scoreboard.server.evaluations.records import (
     EvaluationRecord,
     RunAlgorithm,
     StoredVideo,
     evaluation_record,
     evaluation_select,
 )
-from palaestra.scoreboard.server.service_tables import FileRecord
-from palaestra.scoreboard.server.state import ServerState
-from palaestra.scoreboard.server.storage import BlobDamaged, BlobNotFound, FileStore
+from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.base import snapshot, utcnow
+from palaestra.scoreboard.server.tables.live import SEALED_TWIN_HEADER, sealed_twin_answer
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation, upsert_env_stats
+from palaestra.scoreboard.server.tables.service import FileRecord
 
 __all__ = ["create_evaluation_now", "router"]
 

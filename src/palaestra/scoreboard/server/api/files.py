@@ -13,17 +13,17 @@ from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import NO_PARAM
-from palaestra.scoreboard.server import rate_limits
+from palaestra.scoreboard.server.accounts import rate_limits
+from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.api.common import answer, base_url, not_found, page
 from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
 from palaestra.scoreboard.server.api.idempotency import Idempotency
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db_base import from_row, snapshot
-from palaestra.scoreboard.server.deps import run_blocking
-from palaestra.scoreboard.server.ids import new_id
-from palaestra.scoreboard.server.service_tables import FileRecord
-from palaestra.scoreboard.server.state import ServerState
-from palaestra.scoreboard.server.storage import FileStore
+from palaestra.scoreboard.server.core.deps import run_blocking
+from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.core.storage import FileStore
+from palaestra.scoreboard.server.tables.base import from_row, snapshot
+from palaestra.scoreboard.server.tables.service import FileRecord
 
 __all__ = ["file_object", "load_file", "load_files", "own_file", "router"]
 

@@ -16,15 +16,16 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server import migrate, readonly
 from palaestra.scoreboard.server.api.common import answer
 from palaestra.scoreboard.server.api.deps import State
-from palaestra.scoreboard.server.db_base import utcnow
-from palaestra.scoreboard.server.free_space import database_free_bytes, space_problem, store_free_bytes
+from palaestra.scoreboard.server.core import migrate
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.core.storage import HEALTH_PREFIX
+from palaestra.scoreboard.server.guards import readonly
+from palaestra.scoreboard.server.guards.free_space import database_free_bytes, space_problem, store_free_bytes
 from palaestra.scoreboard.server.problems import problem_body, storage_full, storage_full_detail
-from palaestra.scoreboard.server.service_tables import ServerSetting
-from palaestra.scoreboard.server.state import ServerState
-from palaestra.scoreboard.server.storage import HEALTH_PREFIX
+from palaestra.scoreboard.server.tables.base import utcnow
+from palaestra.scoreboard.server.tables.service import ServerSetting
 
 __all__ = ["router"]
 

@@ -20,12 +20,12 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.api.common import JSON
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.db_base import RawJSON, from_row, utcnow
+from palaestra.scoreboard.server.core.database import Database
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.service_tables import IdempotencyKey
+from palaestra.scoreboard.server.tables.base import RawJSON, from_row, utcnow
+from palaestra.scoreboard.server.tables.service import IdempotencyKey
 
 __all__ = ["REPLAYED_HEADER", "Create", "Idempotency"]
 

@@ -2,7 +2,7 @@
 
 The multipart form is ``post_fields`` (``expires``, ``signature``) + ``file``; it is signed (HMAC),
 expiring and single-use, and needs no API key (the 2017 client sends none there). The bytes are
-validated here, once (:mod:`palaestra.scoreboard.server.ingest`), and stored; the file turns
+validated here, once (:mod:`palaestra.scoreboard.server.evaluations.ingest`), and stored; the file turns
 ``uploaded`` in one statement, so a concurrent or killed attempt never counts twice.
 """
 
@@ -24,22 +24,22 @@ from palaestra.scoreboard.protocol import EpisodeBatch
 from palaestra.scoreboard.server.api.common import not_found
 from palaestra.scoreboard.server.api.deps import State
 from palaestra.scoreboard.server.api.files import load_file
-from palaestra.scoreboard.server.body_limits import FORM_OVERHEAD_BYTES
-from palaestra.scoreboard.server.db_base import utcnow
-from palaestra.scoreboard.server.deps import run_blocking
-from palaestra.scoreboard.server.faults import pause_at
-from palaestra.scoreboard.server.ingest import (
+from palaestra.scoreboard.server.core.deps import run_blocking
+from palaestra.scoreboard.server.core.faults import pause_at
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.core.storage import BlobNotFound, sha256_of
+from palaestra.scoreboard.server.evaluations.ingest import (
     ArchiveLimits,
     IngestError,
     WorkDir,
     validate_episode_batch,
     validate_video_archive,
 )
+from palaestra.scoreboard.server.evaluations.records import StoredVideo
+from palaestra.scoreboard.server.guards.body_limits import FORM_OVERHEAD_BYTES
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.records import StoredVideo
-from palaestra.scoreboard.server.service_tables import FileRecord
-from palaestra.scoreboard.server.state import ServerState
-from palaestra.scoreboard.server.storage import BlobNotFound, sha256_of
+from palaestra.scoreboard.server.tables.base import utcnow
+from palaestra.scoreboard.server.tables.service import FileRecord
 
 __all__ = ["RemoteFile", "ingest_remote", "router", "store_videos"]
 

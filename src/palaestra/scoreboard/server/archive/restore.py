@@ -18,13 +18,13 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
-from palaestra.scoreboard.server import index_stats
 from palaestra.scoreboard.server.archive import format as fmt
-from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.rescore import derive_missing_curves
-from palaestra.scoreboard.server.state import open_database
-from palaestra.scoreboard.server.storage import BlobStore, open_store
+from palaestra.scoreboard.server.core.config import ServerConfig
+from palaestra.scoreboard.server.core.database import Database
+from palaestra.scoreboard.server.core.state import open_database
+from palaestra.scoreboard.server.core.storage import BlobStore, open_store
+from palaestra.scoreboard.server.evaluations import index_stats
+from palaestra.scoreboard.server.evaluations.rescore import derive_missing_curves
 
 __all__ = ["ImportReport", "check_export", "import_board"]
 

@@ -37,8 +37,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from palaestra.errors import ConfigurationError
-from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.logs import ACCESS_LOGGER
+from palaestra.scoreboard.server.core.config import ServerConfig
+from palaestra.scoreboard.server.core.logs import ACCESS_LOGGER
 
 __all__ = ["NOTICE_PAGE", "SEARCH_INDEX", "MirrorReport", "export_static", "file_name", "page_links"]
 

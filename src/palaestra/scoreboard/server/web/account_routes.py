@@ -21,8 +21,9 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from palaestra.errors import ConfigurationError
-from palaestra.scoreboard.server import accounts, auth, rate_limits
-from palaestra.scoreboard.server.deps import state_of
+from palaestra.scoreboard.server.accounts import auth, rate_limits
+from palaestra.scoreboard.server.accounts import sessions as accounts
+from palaestra.scoreboard.server.core.deps import state_of
 from palaestra.scoreboard.server.web import signin
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.signin import CsrfChecked

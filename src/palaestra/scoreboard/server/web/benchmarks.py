@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session
 
 from palaestra.benchmarks import Benchmark, registry, statistics
 from palaestra.benchmarks.runs import profile_thresholds
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.web.benchmark_texts import normalisation_text, scorer_text
 from palaestra.scoreboard.server.web.compare import PALETTE
 from palaestra.scoreboard.server.web.page_cache import cached, of_database

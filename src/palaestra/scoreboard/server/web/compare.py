@@ -22,8 +22,8 @@ from urllib.parse import urlencode
 
 from palaestra.episodes import AXES as EPISODE_AXES
 from palaestra.scoreboard.protocol import ID_PREFIX
-from palaestra.scoreboard.server.conditions import conditions_label
-from palaestra.scoreboard.server.records import EvaluationRecord
+from palaestra.scoreboard.server.evaluations.conditions import conditions_label
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
 
 __all__ = [
     "AXES",

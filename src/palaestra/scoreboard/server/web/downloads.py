@@ -17,10 +17,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
 
 from palaestra.episodes import Episodes
-from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
-from palaestra.scoreboard.server.records import EvaluationRecord
-from palaestra.scoreboard.server.storage import BlobDamaged
-from palaestra.scoreboard.server.video_integrity import read_checked, record_first_hash
+from palaestra.scoreboard.server.core.storage import BlobDamaged
+from palaestra.scoreboard.server.evaluations.ingest import IngestError, read_validated_batch
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
+from palaestra.scoreboard.server.evaluations.video_integrity import read_checked, record_first_hash
 from palaestra.scoreboard.server.web.services import blob_store, database, evaluation_of, not_found
 
 __all__ = ["router"]

@@ -25,15 +25,15 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra.benchmarks import statistics
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.conditions import (
+from palaestra.scoreboard.server.evaluations.conditions import (
     Difference,
     conditions_label,
     derive_conditions,
     differences,
 )
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
-from palaestra.scoreboard.server.records import EvaluationRecord, RunAlgorithm
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord, RunAlgorithm
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.web import queries
 from palaestra.scoreboard.server.web.page_cache import cached, of_env
 

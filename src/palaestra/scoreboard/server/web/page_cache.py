@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-from palaestra.scoreboard.server.service_tables import derived_generation
+from palaestra.scoreboard.server.tables.service import derived_generation
 
 __all__ = ["cached", "lookup", "of_database", "of_env", "store"]
 

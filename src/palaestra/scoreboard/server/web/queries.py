@@ -14,14 +14,14 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra import catalogue
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.conditions import conditions_label
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation
-from palaestra.scoreboard.server.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
-from palaestra.scoreboard.server.records import (
+from palaestra.scoreboard.server.evaluations.conditions import conditions_label
+from palaestra.scoreboard.server.evaluations.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
+from palaestra.scoreboard.server.evaluations.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
     algorithm_evaluation_seqs,
 )
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, EnvStats, Evaluation
 from palaestra.scoreboard.server.web.page_cache import cached, of_database, of_env
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,

@@ -16,17 +16,17 @@ from fastapi.responses import HTMLResponse, Response
 
 from palaestra import catalogue
 from palaestra.scoreboard.protocol import parse_json
-from palaestra.scoreboard.server import pictures
-from palaestra.scoreboard.server.db import Evaluation
-from palaestra.scoreboard.server.db_base import sorted_keys
-from palaestra.scoreboard.server.deps import state_of
-from palaestra.scoreboard.server.records import (
+from palaestra.scoreboard.server.core.deps import state_of
+from palaestra.scoreboard.server.core.storage import BlobStore
+from palaestra.scoreboard.server.evaluations import pictures
+from palaestra.scoreboard.server.evaluations.records import (
     EvaluationRecord,
     StoredVideo,
     evaluation_record,
     evaluation_select,
 )
-from palaestra.scoreboard.server.storage import BlobStore
+from palaestra.scoreboard.server.tables.base import sorted_keys
+from palaestra.scoreboard.server.tables.scores import Evaluation
 from palaestra.scoreboard.server.web import (
     aggregate,
     compare,

@@ -1,6 +1,6 @@
 """What the templates show: plain data classes filled by :mod:`.queries` (no ORM objects in templates).
 
-An evaluation's page shows its :class:`~palaestra.scoreboard.server.records.EvaluationRecord`, the
+An evaluation's page shows its :class:`~palaestra.scoreboard.server.evaluations.records.EvaluationRecord`, the
 record the API answers with too.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from palaestra.catalogue import Group
-from palaestra.scoreboard.server.records import StoredVideo
+from palaestra.scoreboard.server.evaluations.records import StoredVideo
 
 PAGE_SIZE = 25
 
