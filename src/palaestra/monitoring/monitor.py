@@ -59,8 +59,8 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             seed of every reset) in ``openaigym.provenance.{infix}.json``; ``False`` records nothing.
         provenance_omit: sections (``"git"``, ``"command"``, ``"system"``, ``"packages"``, ``"env"``,
             ``"seeds"``, ``"config"``) or single fields (``"system.host"``) to leave out.
-        live: put the run on the scoreboard while it trains: ``palaestra upload --follow`` in a background
-            thread (server and API key as for ``palaestra upload``), which seals the evaluation when the
+        live: put the run on the scoreboard while it trains: ``palaestra upload --follow`` in a process of
+            its own (server and API key as for ``palaestra upload``), which seals the evaluation when the
             Monitor closes (docs/upload.md, "Following a run while it trains").
 
     Closing the Monitor writes the final stats and manifest and closes the wrapped environment.
@@ -132,7 +132,7 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             self.step = self._counter  # type: ignore[method-assign]
         self._started = False
         self.enabled = True
-        #: the follower sending this run to the scoreboard while it trains (``live=True``), else None
+        #: the follower process sending this run to the scoreboard while it trains (``live=True``), else None
         self.follower = follow_live(self.directory) if live else None
 
     # -- the Gymnasium API ----------------------------------------------------------------------------

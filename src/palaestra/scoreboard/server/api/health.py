@@ -16,9 +16,9 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server.api.common import answer
 from palaestra.scoreboard.server.api.deps import State
 from palaestra.scoreboard.server.core import migrate
+from palaestra.scoreboard.server.core.answers import answer
 from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.core.storage import HEALTH_PREFIX
 from palaestra.scoreboard.server.guards import readonly

@@ -18,11 +18,12 @@ from pydantic import ValidationError
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import ladder as lp
-from palaestra.scoreboard.server.api.common import answer, base_url, not_found
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
+from palaestra.scoreboard.server.core.answers import answer
 from palaestra.scoreboard.server.ladders import service as ladders
 from palaestra.scoreboard.server.ladders.checks import check_match
-from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.problems import Problem, not_found
 
 __all__ = ["router"]
 

@@ -18,9 +18,9 @@ from palaestra.scoreboard.protocol.live import (
     LiveEvaluationObject,
 )
 from palaestra.scoreboard.server.accounts.auth import Principal
-from palaestra.scoreboard.server.api.common import answer, base_url
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State, json_body
-from palaestra.scoreboard.server.api.idempotency import Idempotency
+from palaestra.scoreboard.server.core.answers import Idempotency, answer
 from palaestra.scoreboard.server.core.deps import run_blocking
 from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.live import runs as live

@@ -14,11 +14,12 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server.api.common import answer, base_url, not_found
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import ListQuery, State
+from palaestra.scoreboard.server.core.answers import answer
 from palaestra.scoreboard.server.core.storage import BlobNotFound
 from palaestra.scoreboard.server.evaluations.scorelog import current_documents, plain
-from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.problems import Problem, not_found
 from palaestra.scoreboard.server.tables.service import ScoreLogEntry
 
 __all__ = ["router"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import threading
 from collections.abc import Iterator, Mapping
@@ -17,14 +18,26 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from palaestra.scoreboard.server.tables.base import serialize_json
-
-__all__ = ["Database", "execute_at_commit"]
+__all__ = ["Database", "RawJSON", "execute_at_commit", "serialize_json"]
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: SQLite's busy handler alone serialises writers
     fcntl = None  # type: ignore[assignment]
+
+
+class RawJSON(str):
+    """A value for a JSON column that is already serialised: stored as it is.
+
+    Large JSON values (an evaluation's learning curves) are serialised before the write
+    transaction starts, not inside it, where SQLite writers wait for each other.
+    """
+
+
+def serialize_json(value: Any) -> str:
+    """The JSON columns' serialiser: :class:`RawJSON` as it is, anything else through ``json``."""
+    return value if isinstance(value, RawJSON) else json.dumps(value)
+
 
 
 class Database:

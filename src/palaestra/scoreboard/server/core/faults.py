@@ -4,7 +4,7 @@ Inert unless ``PALAESTRA_TEST_PAUSE_AT`` is set (``POINT:SECONDS``, e.g. ``after
 no operator sets: the variable's name says what it is for. The points:
 
 - ``after_blob_write``: an upload's bytes are in the blob store, its row is not committed yet
-  (``api.uploads``); a server killed there leaves the orphan that ``palaestra server gc`` removes.
+  (``evaluations.uploads``); a server killed there leaves the orphan that ``palaestra server gc`` removes.
 """
 
 from __future__ import annotations

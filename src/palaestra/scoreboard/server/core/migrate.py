@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("palaestra.scoreboard.migrate")
 
-MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"  # server/migrations
 #: pg_advisory_lock key of the migration lock ("palaestra" in ASCII, folded to 63 bits)
 PG_LOCK_KEY = 0x70616C6165737472
 #: The newest revision in ``migrations/versions`` (a test checks it), so that a database already at

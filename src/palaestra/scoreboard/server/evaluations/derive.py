@@ -21,8 +21,8 @@ from typing import Any
 from palaestra import catalogue, solved_stats
 from palaestra.episodes import Episodes
 from palaestra.scoreboard import protocol
+from palaestra.scoreboard.server.core.database import RawJSON
 from palaestra.scoreboard.server.evaluations import benchmarking
-from palaestra.scoreboard.server.tables.base import RawJSON
 
 __all__ = ["EvaluationScoring", "curves_of", "derive_evaluation", "score_batch", "warm_up"]
 

@@ -8,7 +8,8 @@
 - :func:`seal`: the stored episodes merged exactly as ``load_results`` merges the directory's stats
   files (:func:`palaestra.monitoring.results.merge_stats_documents`), encoded as the upload client
   encodes them (:func:`palaestra.scoreboard.protocol.batches.encode_episode_batch`), stored as an
-  uploaded episode-batch file and made into an evaluation by ``POST /v1/evaluations``'s own code. So a
+  uploaded episode-batch file and made into an evaluation by ``POST /v1/evaluations``'s own code
+  (:func:`palaestra.scoreboard.server.evaluations.create.create_evaluation`). So a
   sealed live evaluation is the evaluation an upload of the finished directory makes, byte for byte.
 - :func:`live_object`: the wire answer, with *abandoned* derived from the silence since the last episode.
 """
@@ -37,6 +38,7 @@ from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.core.ids import new_id
 from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.core.storage import sha256_of
+from palaestra.scoreboard.server.evaluations.create import create_evaluation
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.tables.accounts import User
 from palaestra.scoreboard.server.tables.base import utcnow
@@ -366,8 +368,6 @@ def _create_evaluation(
     state: ServerState, principal: Principal, live_id: str, file_id: str, env_id: str, request: Request
 ) -> str:
     """``POST /v1/evaluations``'s own code, on the stored batch: one implementation of an evaluation."""
-    from palaestra.scoreboard.server.api.evaluations import create_evaluation_now
-
     with state.db.read() as session:
         live = _own_live(session, principal, live_id, for_update=False)
         body = protocol.EvaluationCreate(
@@ -377,5 +377,5 @@ def _create_evaluation(
             writeup=live.writeup,
             gym_version=live.gym_version,
         )
-    response = create_evaluation_now(body, request, principal, state)
+    response = create_evaluation(body, request, principal, state)
     return str(json.loads(bytes(response.body))["id"])

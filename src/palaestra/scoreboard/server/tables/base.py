@@ -4,14 +4,13 @@
   :mod:`.service_tables`, :mod:`.ladder_db`, :mod:`.live_tables`), which the migrations are checked
   against;
 - :class:`UTCDateTime` and ``JSONType``: timezone-aware datetimes and JSON (JSONB on PostgreSQL) on
-  both backends; :class:`RawJSON`: a value serialised before its write transaction starts;
+  both backends (a :class:`~..core.database.RawJSON` is stored as it is);
 - :func:`snapshot` / :func:`from_row`: read-only plain objects of a row, cheaper than ORM objects;
 - :func:`sorted_keys`: a JSON column's value the same on both backends; :func:`utcnow`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from types import SimpleNamespace
@@ -24,10 +23,8 @@ from sqlalchemy.orm import DeclarativeBase
 __all__ = [
     "Base",
     "JSONType",
-    "RawJSON",
     "UTCDateTime",
     "from_row",
-    "serialize_json",
     "snapshot",
     "sorted_keys",
     "utcnow",
@@ -38,19 +35,6 @@ _M = TypeVar("_M")
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
-
-
-class RawJSON(str):
-    """A value for a JSON column that is already serialised: stored as it is.
-
-    Large JSON values (an evaluation's learning curves) are serialised before the write
-    transaction starts, not inside it, where SQLite writers wait for each other.
-    """
-
-
-def serialize_json(value: Any) -> str:
-    """The JSON columns' serialiser: :class:`RawJSON` as it is, anything else through ``json``."""
-    return value if isinstance(value, RawJSON) else json.dumps(value)
 
 
 def snapshot(model: type[_M], values: Mapping[Any, Any]) -> _M:

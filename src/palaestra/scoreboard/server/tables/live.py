@@ -14,16 +14,11 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from fastapi import Request, Response
 from sqlalchemy.orm import Mapped, mapped_column
 
-from palaestra.scoreboard.server.accounts.auth import Principal
-from palaestra.scoreboard.server.core.state import ServerState
-from palaestra.scoreboard.server.evaluations.records import evaluation_record, evaluation_select
 from palaestra.scoreboard.server.tables.base import Base, utcnow
-from palaestra.scoreboard.server.tables.scores import Evaluation
 
-__all__ = ["SEALED_TWIN_HEADER", "LiveChunkRecord", "LiveEvaluation", "LiveSource", "sealed_twin_answer"]
+__all__ = ["LiveChunkRecord", "LiveEvaluation", "LiveSource"]
 
 
 class LiveEvaluation(Base):
@@ -80,40 +75,3 @@ class LiveChunkRecord(Base):
     arrays: Mapped[dict[str, Any]] = mapped_column()
 
 
-#: On the answer to ``POST /v1/evaluations`` for the directory of a live run already sealed: the
-#: evaluation the seal made (200), no new one.
-SEALED_TWIN_HEADER = "Palaestra-Sealed-Live-Evaluation"
-
-
-def sealed_twin_answer(
-    state: ServerState, request: Request, principal: Principal, env_id: str | None, batch_sha256: str | None
-) -> Response | None:
-    """The evaluation of the caller's sealed live run on ``env_id`` whose stored batch has ``batch_sha256``
-    (uploading a followed directory again after the seal maps to it), as the answer; else None."""
-    if batch_sha256 is None or not env_id:
-        return None
-    query = (
-        sa.select(Evaluation.id, LiveEvaluation.id)
-        .join(LiveEvaluation, LiveEvaluation.evaluation_id == Evaluation.id)
-        .where(
-            LiveEvaluation.user_seq == principal.user_seq,
-            LiveEvaluation.status == "sealed",
-            Evaluation.env_id == env_id,
-            Evaluation.episode_batch_sha256 == batch_sha256,
-        )
-        .limit(1)
-    )
-    with state.db.read() as session:
-        found = session.execute(query).first()
-        if found is None:
-            return None
-        row = session.execute(evaluation_select().where(Evaluation.id == found[0])).first()
-    if row is None:
-        return None
-    body = evaluation_record(row).to_object(state.config.base_url(str(request.base_url)))
-    return Response(
-        body.model_dump_json(),
-        status_code=200,
-        media_type="application/json",
-        headers={SEALED_TWIN_HEADER: found[1]},
-    )

@@ -1,7 +1,11 @@
-"""Creating POSTs with an ``Idempotency-Key``: the same key from the same user gets the stored answer
-(``Idempotent-Replayed: true``), never a second object; the key reused for another request is a 409.
+"""The ``/v1`` API's answers, made by the routes and by the services that create objects:
 
-A route builds an :class:`Idempotency` from its request and either calls :meth:`Idempotency.answer`
+- :func:`answer`: a protocol model as the JSON answer, serialised once;
+- :class:`Idempotency`: creating POSTs with an ``Idempotency-Key``: the same key from the same user gets
+  the stored answer (``Idempotent-Replayed: true``), never a second object; the key reused for another
+  request is a 409.
+
+A route (or the service it calls) builds an :class:`Idempotency` from its request and either calls :meth:`Idempotency.answer`
 (replay, else create) or, when it has work to do before the transaction, asks
 :meth:`~Idempotency.stored_answer` first and :meth:`~Idempotency.create` after.
 """
@@ -12,6 +16,7 @@ import hashlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 from fastapi import Request, Response
@@ -20,16 +25,26 @@ from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server.accounts.auth import Principal
-from palaestra.scoreboard.server.api.common import JSON
-from palaestra.scoreboard.server.core.database import Database
+from palaestra.scoreboard.server.core.database import Database, RawJSON
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.tables.base import RawJSON, from_row, utcnow
+from palaestra.scoreboard.server.tables.base import from_row, utcnow
 from palaestra.scoreboard.server.tables.service import IdempotencyKey
 
-__all__ = ["REPLAYED_HEADER", "Create", "Idempotency"]
+if TYPE_CHECKING:  # the answers stand below the accounts: a principal is only read here
+    from palaestra.scoreboard.server.accounts.auth import Principal
+
+__all__ = ["JSON", "REPLAYED_HEADER", "Create", "Idempotency", "answer"]
 
 logger = logging.getLogger("palaestra.scoreboard.api")
+
+JSON = "application/json"
+
+
+def answer(model: BaseModel, status: int = 200) -> Response:
+    """``model`` as the JSON answer: every ``/v1`` answer is its protocol model, serialised once (by
+    pydantic-core, without FastAPI validating it a second time against the route's response model)."""
+    return Response(model.model_dump_json(), status_code=status, media_type=JSON)
+
 
 REPLAYED_HEADER = "Idempotent-Replayed"
 #: Attempts of a creating transaction that conflicts with a concurrent one (a unique constraint).
