@@ -387,6 +387,6 @@ def _url_host(host: str) -> str:
 
 
 def _shown(url: str) -> str:
-    import sqlalchemy as sa
+    from palaestra.scoreboard.server.core.database import shown_url
 
-    return sa.make_url(url).render_as_string(hide_password=True)
+    return shown_url(url)

@@ -134,7 +134,9 @@ def run(config: Any, args: argparse.Namespace) -> int:
         return ACTIONS[args.action](config, args)
     except sa.exc.DBAPIError as exc:
         first = str(exc.orig or exc).strip().splitlines()[0]
-        url = sa.make_url(config.database_url).render_as_string(hide_password=True)
+        from palaestra.scoreboard.server.core.database import shown_url
+
+        url = shown_url(config.database_url)
         raise ConfigurationError(
             f"palaestra server {args.action}: the database {url} failed ({first})"
         ) from None

@@ -25,6 +25,7 @@ from palaestra.scoreboard.server.api.deps import add_request_bodies
 from palaestra.scoreboard.server.archive.gc import PeriodicGc
 from palaestra.scoreboard.server.core import logs
 from palaestra.scoreboard.server.core.config import ServerConfig, resolve_config
+from palaestra.scoreboard.server.core.database import shown_url
 from palaestra.scoreboard.server.core.state import ServerState, build_state
 from palaestra.scoreboard.server.evaluations.derive import warm_up
 from palaestra.scoreboard.server.guards import errors
@@ -71,7 +72,7 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
                 cfg.unused_file_ttl_s,
             ).start()
         logger.info(
-            "palaestra scoreboard: database %s, storage %s", _safe_url(cfg.database_url), cfg.storage_url
+            "palaestra scoreboard: database %s, storage %s", shown_url(cfg.database_url), cfg.storage_url
         )
         try:
             yield
@@ -111,10 +112,6 @@ def _document_request_bodies(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _safe_url(url: str) -> str:
-    import sqlalchemy as sa
-
-    return sa.make_url(url).render_as_string(hide_password=True)
 
 
 #: Keep idle client connections this long (uvicorn's 5 s default makes clients that pause between

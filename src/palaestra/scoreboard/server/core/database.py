@@ -18,12 +18,17 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-__all__ = ["Database", "RawJSON", "execute_at_commit", "serialize_json"]
+__all__ = ["Database", "RawJSON", "execute_at_commit", "serialize_json", "shown_url"]
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: SQLite's busy handler alone serialises writers
     fcntl = None  # type: ignore[assignment]
+
+
+def shown_url(url: str) -> str:
+    """A database URL as logs and error messages show it: its password hidden."""
+    return sa.make_url(url).render_as_string(hide_password=True)
 
 
 class RawJSON(str):

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from palaestra.scoreboard.server.core.database import shown_url
+
 if TYPE_CHECKING:
     from alembic.config import Config
 
@@ -81,9 +83,8 @@ def known_revisions() -> set[str]:
 
 def unknown_revision_problem(url: str, current: str) -> str:
     """The one line for a database at a revision these migrations do not have."""
-    shown = sa.make_url(url).render_as_string(hide_password=True)
     return (
-        f"The database {shown} is at schema revision {current}, which this palaestra does not know "
+        f"The database {shown_url(url)} is at schema revision {current}, which this palaestra does not know "
         f"(its newest is {SCHEMA_HEAD}): a newer palaestra migrated it. Run that version, or upgrade "
         "palaestra on this machine; to go back instead, restore a backup made before the upgrade"
     )

@@ -12,7 +12,7 @@ from palaestra.scoreboard.server.core import migrate
 from palaestra.scoreboard.server.core.background import BackgroundJobs
 from palaestra.scoreboard.server.core.clock import SYSTEM_CLOCK, Clock
 from palaestra.scoreboard.server.core.config import ServerConfig
-from palaestra.scoreboard.server.core.database import Database
+from palaestra.scoreboard.server.core.database import Database, shown_url
 from palaestra.scoreboard.server.core.signing import UploadSecret, open_secret
 from palaestra.scoreboard.server.core.storage import BlobStore, FileStore, open_store
 from palaestra.scoreboard.server.tables.scores import Algorithm
@@ -57,7 +57,7 @@ def migrate_database(config: ServerConfig) -> None:
         migrate.upgrade(engine, open_store=lambda: open_store(config.storage_url, config.s3_endpoint_url))
     except sa.exc.OperationalError as e:
         raise ConfigurationError(
-            f"Cannot open the database {_shown(config.database_url)}: {e.orig}"
+            f"Cannot open the database {shown_url(config.database_url)}: {e.orig}"
         ) from None
     finally:
         engine.dispose()
@@ -70,13 +70,11 @@ def check_schema(db: Database) -> None:
         raise ConfigurationError(migrate.unknown_revision_problem(db.url, current))
     if current != head:
         raise ConfigurationError(
-            f"The database {_shown(db.url)} is at schema revision {current or '(empty)'}, not {head}; "
+            f"The database {shown_url(db.url)} is at schema revision {current or '(empty)'}, not {head}; "
             "run `palaestra server migrate` (or start the server without --no-migrate)."
         )
 
 
-def _shown(url: str) -> str:
-    return sa.make_url(url).render_as_string(hide_password=True)
 
 
 def open_database(config: ServerConfig, migrate_now: bool | None = None) -> Database:

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from palaestra.benchmarks import Benchmark, registry, statistics
 from palaestra.benchmarks.runs import profile_thresholds
+from palaestra.benchmarks.statistics import Interval
 from palaestra.scoreboard.server.tables.accounts import User
 from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.web.benchmark_texts import normalisation_text, scorer_text
@@ -38,7 +39,6 @@ from palaestra.scoreboard.server.web.views import (
     BenchmarkDetail,
     BenchmarkSummary,
     Improvement,
-    Interval,
     Page,
     RunDetail,
     RunEvaluation,
@@ -261,11 +261,11 @@ def _interval(stats: Any, spread: bool, n: int) -> Interval | None:
         value, low, high = float(stats["value"]), float(stats["low"]), float(stats["high"])
     except (KeyError, TypeError, ValueError):
         return None
-    return Interval(value, low, high, n) if spread else Interval(value, None, None, n)
+    return Interval(value, low, high, n=n) if spread else Interval(value, None, None, n=n)
 
 
 def _estimate(stats: statistics.Interval, spread: bool, n: int) -> Interval:
-    return Interval(stats.value, stats.low, stats.high, n) if spread else Interval(stats.value, None, None, n)
+    return Interval(stats.value, stats.low, stats.high, n=n) if spread else Interval(stats.value, None, None, n=n)
 
 
 def _run_intervals(score: dict[str, Any], stored: dict[str, Any]) -> tuple[Interval | None, Interval | None]:
@@ -339,7 +339,7 @@ def _aggregate_row(
     per_task: dict[str, Interval] = {}
     for task, values in table.items():
         if len(values) < 2:
-            per_task[task] = Interval(values[0], None, None, 1)
+            per_task[task] = Interval(values[0], None, None, n=1)
             continue
         mean = statistics.interval_estimates({task: values}, metrics=("mean",), reps=AGGREGATE_REPS, seed=0)
         per_task[task] = _estimate(mean["mean"], True, len(values))

@@ -25,6 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra.benchmarks import statistics
+from palaestra.benchmarks.statistics import Interval
 from palaestra.scoreboard.server.evaluations.conditions import (
     Difference,
     conditions_label,
@@ -176,13 +177,6 @@ def pooled_conditions_notice(session: Session, where: Any) -> str | None:
 # -- seed groups -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Interval:
-    value: float
-    low: float
-    high: float
-
-
 @dataclass
 class Entry:
     """One user's algorithm on one env under one set of conditions: its evaluations are its seeds."""
@@ -212,7 +206,7 @@ class Entry:
 
     @property
     def median_high_never(self) -> bool:
-        return self.episodes_to_solve is not None and math.isinf(self.episodes_to_solve.high)
+        return self.episodes_to_solve is not None and self.episodes_to_solve.high is not None and math.isinf(self.episodes_to_solve.high)
 
 
 def _median_interval(values: np.ndarray) -> Interval:

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from palaestra.benchmarks.statistics import Interval
 from palaestra.catalogue import Group
 from palaestra.scoreboard.server.evaluations.records import StoredVideo
 
@@ -203,24 +204,6 @@ class Download:
     label: str
     url: str
     note: str = ""
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A statistic with its 95% confidence interval, or without one (``low``/``high`` None) where
-    none exists: every task has a single score (``n`` = the most scores any task has)."""
-
-    value: float
-    low: float | None
-    high: float | None
-    n: int = 2
-
-    @property
-    def has_interval(self) -> bool:
-        return self.low is not None and self.high is not None
-
-    def to_json(self) -> list[float | None]:
-        return [self.value, self.low, self.high]
 
 
 @dataclass(frozen=True)
