@@ -11,7 +11,7 @@
   so that a password cannot be guessed at argon2's full speed; a successful sign-in clears them.
 
 Above a limit the answer is 429 with ``Retry-After``: the seconds until the request would pass.
-The defaults (:mod:`.config`) are far above what a user uploading by hand or a benchmark run sends.
+The defaults (:mod:`..core.config`) are far above what a user uploading by hand or a benchmark run sends.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``GET /v1/health``: for load balancers and ``palaestra demo``. 200 when the database and the blob
 store both pass a probe (a small write read back; on a read-only archive, a read) and, on a board that
-takes uploads, each disk has room for the largest upload (:mod:`..free_space`), else 503 naming the part
-that failed; ``mode`` says whether the board is a read-only archive (:mod:`..readonly`)."""
+takes uploads, each disk has room for the largest upload (:mod:`..guards.free_space`), else 503 naming the part
+that failed; ``mode`` says whether the board is a read-only archive (:mod:`..guards.readonly`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``/v1/log``: the hash chain of scores (:mod:`..archive.scorelog`), oldest entry first.
+"""``/v1/log``: the hash chain of scores (:mod:`..evaluations.scorelog`), oldest entry first.
 
 ``GET /v1/log?limit=N&starting_after=SEQ`` pages through the entries, each with its record's
 document as the board holds it now; ``GET /v1/log/{seq}/blobs/{index}`` serves the bytes of one of an

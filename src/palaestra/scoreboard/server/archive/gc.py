@@ -5,7 +5,7 @@
 - expired pending files: a file never uploaded whose upload URL expired more than the grace period
   ago (its URL can no longer be used; nothing references it);
 - expired idempotency keys: stored answers older than ``idempotency_ttl_s``;
-- ended rate-limit counters (:data:`.rate_limits.STALE_COUNTER_S`) of addresses and names that did
+- ended rate-limit counters (:data:`..accounts.rate_limits.STALE_COUNTER_S`) of addresses and names that did
   not come back (a bucket's own ended windows go with its next hit);
 - unused uploaded files: a file whose bytes arrived more than ``unused_file_ttl_s`` ago (48 hours by
   default) and that no evaluation uses (clients create the evaluation seconds after the upload); its

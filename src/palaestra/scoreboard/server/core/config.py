@@ -72,12 +72,12 @@ ENV_LIMITS = {
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
-#: The rate limits' defaults (:mod:`.rate_limits`): far above what one user uploading by hand or a
+#: The rate limits' defaults (:mod:`..accounts.rate_limits`): far above what one user uploading by hand or a
 #: benchmark run sends, low enough that a runaway script or a key-guessing client is stopped.
 DEFAULT_UPLOADS_PER_HOUR = 2000
 DEFAULT_MAX_PENDING_FILES = 200
 DEFAULT_INVALID_KEYS_PER_WINDOW = 100
-#: GET/HEAD requests a minute from one address without a key or sign-in (:mod:`.read_limits`): 20 a
+#: GET/HEAD requests a minute from one address without a key or sign-in (:mod:`..guards.read_limits`): 20 a
 #: second, sustained, where a person browsing sends a few a minute (static files are not counted)
 DEFAULT_ANONYMOUS_READS_PER_MINUTE = 1200
 
@@ -145,7 +145,7 @@ class ServerConfig:
     #: believe a reverse proxy's ``X-Forwarded-Proto``/``-For`` (from the addresses in uvicorn's
     #: ``FORWARDED_ALLOW_IPS``, by default 127.0.0.1): the scheme decides whether cookies are Secure
     trust_proxy: bool = False
-    #: a read-only archive (:mod:`.readonly`): every read serves, every write is refused, nothing is written
+    #: a read-only archive (:mod:`..guards.readonly`): every read serves, every write is refused, nothing is written
     read_only: bool = False
     #: render a still of an installed env that has no picture from a video (the static mirror does not:
     #: hundreds of envs rendered on the exporting machine would be that machine's, not the board's)

@@ -1,6 +1,6 @@
 """The scoreboard's database connection: the engine(s) and sessions of one URL (:class:`Database`), and
 statements sent with a write transaction's COMMIT (:func:`execute_at_commit`). The tables are in
-:mod:`.db`, :mod:`.account_tables`, :mod:`.service_tables`, :mod:`.ladder_db` and :mod:`.live_tables`.
+:mod:`..tables.scores`, :mod:`..tables.accounts`, :mod:`..tables.service`, :mod:`..tables.ladders` and :mod:`..tables.live`.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class Database:
     @staticmethod
     def _sqlite_engine(url: str, echo: bool, begin: str | None) -> Engine:
         # how long a statement waits for another program's lock before the database counts as
-        # unavailable (a 503, :mod:`.outage`)
+        # unavailable (a 503, :mod:`..guards.outage`)
         busy_s = float(os.environ.get("PALAESTRA_SQLITE_BUSY_TIMEOUT_S") or 30)
         engine = sa.create_engine(
             url,

@@ -1,7 +1,7 @@
 """FastAPI dependencies shared by the API routes and the web pages.
 
 ``state_of(request)`` is the :class:`~palaestra.scoreboard.server.core.state.ServerState` of the app and
-``get_state`` the same as a dependency (the API's ``State`` alias, :mod:`.api.deps`);
+``get_state`` the same as a dependency (the API's ``State`` alias, :mod:`..api.deps`);
 ``run_blocking`` runs blocking work inline or in a worker thread.
 """
 

@@ -1,7 +1,7 @@
 """The server's log: one format for palaestra's and uvicorn's lines, and repeats collapsed.
 
 Every line is ``2026-12-01T12:34:56.789Z LEVEL logger: message`` (UTC). Each request gets one line
-from ``palaestra.access`` (:class:`~.problems.RequestMiddleware`)::
+from ``palaestra.access`` (:class:`~..guards.errors.RequestMiddleware`)::
 
     2026-12-01T12:34:56.789Z INFO palaestra.access: 127.0.0.1 "POST /v1/files" 201 3.1 ms req_2kQ...
 

@@ -88,7 +88,7 @@ def open_database(config: ServerConfig, migrate_now: bool | None = None) -> Data
 
 def build_state(config: ServerConfig, clock: Clock = SYSTEM_CLOCK) -> ServerState:
     """Open (and migrate) the database and the blob store of ``config``; a read-only archive's are
-    only opened, never written (:mod:`.readonly`). ``clock``: what its TTLs and caches read."""
+    only opened, never written (:mod:`..guards.readonly`). ``clock``: what its TTLs and caches read."""
     if config.read_only:
         return _read_only_state(config, clock)
     if config.is_sqlite or not config.storage_url.startswith("s3:"):

@@ -12,7 +12,7 @@ evaluations; one row per user or algorithm at any size now):
 - ``algorithm_env_stats``: an algorithm's evaluations of each env.
 
 Evaluations are only ever added (none is deleted, hidden or moved to another algorithm), so each
-upload adds one to each of its rows, atomically, with the COMMIT (:func:`~.db.execute_at_commit`).
+upload adds one to each of its rows, atomically, with the COMMIT (:func:`~..tables.scores.execute_at_commit`).
 :func:`rebuild` derives them all again from ``evaluations`` (an archive import; migration
 ``0010_page_indexes`` backfills them the same way).
 """

@@ -1,5 +1,5 @@
 """Ingest: validate uploads and unpack video archives safely (scoring the evaluation is
-:mod:`.evaluation_scoring`).
+:mod:`.derive`).
 
 - Episode batches: :func:`palaestra.scoreboard.protocol.parse_episode_batch` (the same validation the
   client runs), under the server's size cap, once: when the bytes arrive

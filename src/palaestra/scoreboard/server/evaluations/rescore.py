@@ -4,7 +4,7 @@ curves of migration 0009_derived_evaluations.
 - :func:`derive_missing_curves`: the page's curve series of every evaluation stored without one
   (what 0009 runs; an evaluation whose batch is missing keeps NULL, and its page says so);
 - :func:`rescore`: every evaluation's score columns, curves and benchmark TaskScores derived again by
-  :func:`.evaluation_scoring.derive_evaluation` (after a change to scoring), then every benchmark
+  :func:`.derive.derive_evaluation` (after a change to scoring), then every benchmark
   run's aggregate from those TaskScores, and its bootstrap; then the envs' and the indexes' kept
   counts, and a new generation of derived values, so that running servers compute their kept page
   values again (web/page_cache.py).

@@ -12,7 +12,7 @@
 - :func:`backfill`: entries for records scored before the log existed (``palaestra server log-backfill``).
 
 A changed row or blob shows as a document or blob whose hash no longer matches its entry; a changed
-entry as a broken link (:mod:`.verify` checks all three).
+entry as a broken link (:mod:`..archive.verify` checks all three).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Ingest records ``sha256`` (the video) and ``metadata_sha256`` (its ``.meta.json``) with each video
 (``evaluations.videos``, :class:`.records.StoredVideo`). Serving a video, its metadata, its page's
 text fallback or the env picture made from it reads the blob through :func:`read_checked`: bytes
-that differ are never served (:class:`.storage.BlobDamaged`: a 500 naming the fault, as for episode
+that differ are never served (:class:`..core.storage.BlobDamaged`: a 500 naming the fault, as for episode
 batches).
 
 Evaluations stored before palaestra recorded video hashes get them on their first read

@@ -3,7 +3,7 @@
 :func:`database_unavailable` tells an outage (the database cannot be reached, refuses connections,
 was shut down, is locked past the busy timeout, cannot be opened or read, or the connection pool is
 exhausted) from a fault of the request or of the code (those stay 400s and 500s). A full database is
-not an outage but a 507 (:func:`.problems.storage_full`, checked first).
+not an outage but a 507 (:func:`..problems.storage_full`, checked first).
 
 :func:`unavailable_response` is the answer: the JSON problem of the API for ``/v1`` and for clients
 that do not ask for HTML, the scoreboard's error page for browsers. Either carries ``Retry-After``

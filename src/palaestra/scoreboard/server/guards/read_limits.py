@@ -2,13 +2,13 @@
 
 A GET or HEAD, of the API or of a page, that carries neither a valid API key nor a signed-in session
 counts one hit for its client address (``read:ADDRESS`` in ``rate_counters``, the table of the other
-limits in :mod:`.rate_limits`: two servers on one database share the count). Above
+limits in :mod:`..accounts.rate_limits`: two servers on one database share the count). Above
 ``anonymous_reads_per_minute`` (``PALAESTRA_RATE_LIMIT_ANONYMOUS_READS``; 0: no limit) the answer is
 429 with ``Retry-After``, the seconds until the minute's window ends. Static files (not routes) and
 ``/v1/health`` (load balancers probe it) are not counted. Behind a reverse proxy the address is the
 client's only with ``--trust-proxy``; otherwise every reader shares the proxy's.
 
-The default (:data:`.config.DEFAULT_ANONYMOUS_READS_PER_MINUTE`) is far above what a person browsing
+The default (:data:`..core.config.DEFAULT_ANONYMOUS_READS_PER_MINUTE`) is far above what a person browsing
 sends (a page is one request; its scripts and styles are static files), and stops a scraper.
 """
 

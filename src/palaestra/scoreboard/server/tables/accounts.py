@@ -1,6 +1,6 @@
 """The accounts' tables: ``users`` (with an argon2 password hash once they have a password),
 ``api_keys`` (hashed keys; a key is shown once, at creation), ``web_sessions`` (signed-in browsers)
-and ``invites`` (one-time links to set a password). What they mean is :mod:`.accounts` and :mod:`.auth`.
+and ``invites`` (one-time links to set a password). What they mean is :mod:`..accounts.sessions` and :mod:`..accounts.auth`.
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ class User(Base):
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     name: Mapped[str] = mapped_column(sa.String(100), unique=True)
     created: Mapped[datetime] = mapped_column(default=utcnow)
-    #: argon2 hash of the user's password (:mod:`.accounts`); None: no password, no sign-in
+    #: argon2 hash of the user's password (:mod:`..accounts.sessions`); None: no password, no sign-in
     password_hash: Mapped[str | None] = mapped_column(sa.String(200), default=None)
 
 
 class WebSession(Base):
-    """A signed-in browser: the cookie holds a random token, the table its sha256 (:mod:`.accounts`)."""
+    """A signed-in browser: the cookie holds a random token, the table its sha256 (:mod:`..accounts.sessions`)."""
 
     __tablename__ = "web_sessions"
 

@@ -1,7 +1,7 @@
 """The declarative base and the column types every table module of the scoreboard shares.
 
-- :class:`Base`: the one SQLAlchemy metadata of every table (:mod:`.db`, :mod:`.account_tables`,
-  :mod:`.service_tables`, :mod:`.ladder_db`, :mod:`.live_tables`), which the migrations are checked
+- :class:`Base`: the one SQLAlchemy metadata of every table (:mod:`.scores`, :mod:`.accounts`,
+  :mod:`.service`, :mod:`.ladders`, :mod:`.live`), which the migrations are checked
   against;
 - :class:`UTCDateTime` and ``JSONType``: timezone-aware datetimes and JSON (JSONB on PostgreSQL) on
   both backends (a :class:`~..core.database.RawJSON` is stored as it is);

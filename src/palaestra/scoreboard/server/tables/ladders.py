@@ -1,4 +1,4 @@
-"""The ladders' tables (migration ``0006_ladder``), on :mod:`.db_base`'s ``Base``:
+"""The ladders' tables (migration ``0006_ladder``), on :mod:`.base`'s ``Base``:
 
 - ``ladder_matches``: an accepted match upload (its ladder, its uploader, its digest: one match per upload);
 - ``ladder_games``: its games, checked by replay, with their record's text (a few kB: kept in the row);

@@ -1,4 +1,4 @@
-"""The tables of live runs (migration ``0008_live_runs``), beside :mod:`.db`'s.
+"""The tables of live runs (migration ``0008_live_runs``), beside :mod:`.scores`'s.
 
 - ``live_evaluations``: one followed run: its owner, env, status (``in_progress`` -> ``sealing`` ->
   ``sealed``; *abandoned* is derived from ``last_episode_at``), the counters kept current by every

@@ -1,8 +1,8 @@
 """The scores' tables: SQLAlchemy 2 models of what the board ranks.
 
 Tables (created by the Alembic migrations in ``migrations/``, never by ``create_all`` in production;
-the others are in :mod:`.account_tables`, :mod:`.service_tables`, :mod:`.ladder_db` and
-:mod:`.live_tables`, on :mod:`.db_base`'s ``Base``; the engine and sessions are :mod:`.database`):
+the others are in :mod:`.accounts`, :mod:`.service`, :mod:`.ladders` and
+:mod:`.live`, on :mod:`.base`'s ``Base``; the engine and sessions are :mod:`..core.database`):
 
 - ``algorithms``, ``benchmark_runs``
 - ``evaluations``: one upload, with what ingest derived from its episodes once (the "solved"

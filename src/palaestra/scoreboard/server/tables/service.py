@@ -1,10 +1,10 @@
-"""The service's own tables, beside the scores' (:mod:`.db`):
+"""The service's own tables, beside the scores' (:mod:`.scores`):
 
 - ``files``: uploads, pending until their bytes arrived and were validated;
 - ``idempotency_keys``: the stored answers of creating POSTs sent with an ``Idempotency-Key``;
-- ``rate_counters``: hits per rate-limited subject and window (:mod:`.rate_limits`);
+- ``rate_counters``: hits per rate-limited subject and window (:mod:`..accounts.rate_limits`);
 - ``server_settings``: the upload-signing secret, shared by every server process;
-- ``score_log``: the hash chain of scored evaluations and benchmark runs (:mod:`.archive.scorelog`).
+- ``score_log``: the hash chain of scored evaluations and benchmark runs (:mod:`..evaluations.scorelog`).
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def next_derived_generation(session: Session) -> int:
 class FileRecord(Base):
     __tablename__ = "files"
     #: gc finds expired pending files with the first; the rate limits count a user's recent (and
-    #: pending) files with the second (:mod:`.rate_limits`)
+    #: pending) files with the second (:mod:`..accounts.rate_limits`)
     __table_args__ = (
         sa.Index("ix_files_status_expires", "status", "expires"),
         sa.Index("ix_files_user_created", "user_seq", "created"),

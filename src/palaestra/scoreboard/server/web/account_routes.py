@@ -10,7 +10,7 @@
 ``POST /settings/profile/keys/{key_id}/revoke``          revoke one of the user's keys
 ======================================================  ================================================
 
-Every POST takes :data:`~.signin.CsrfChecked`; the work itself is :mod:`..accounts` and :mod:`..auth`.
+Every POST takes :data:`~.signin.CsrfChecked`; the work itself is :mod:`..accounts.sessions` and :mod:`..accounts.auth`.
 """
 
 from __future__ import annotations
