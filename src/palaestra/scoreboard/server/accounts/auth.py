@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import threading
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -191,42 +190,31 @@ def lookup_key(session: Session, key: str) -> Principal | None:
 
 #: How long a successful key lookup is reused; a revoked key stops working within this time.
 AUTH_CACHE_S = 1.0
-_auth_cache: dict[str, tuple[Principal, float]] = {}
-_auth_lock = threading.Lock()
 
 
 def _cached_principal(state: ServerState, key: str) -> Principal | None:
     """The principal of ``key`` if it was looked up less than ``AUTH_CACHE_S`` ago, else None."""
-    with _auth_lock:
-        hit = _auth_cache.get(f"{id(state)}:{hash_key(key)}")
-    if hit is not None and hit[1] > state.clock.monotonic():
-        return hit[0]
-    return None
+    hit, principal = state.cache.lookup(("principal", hash_key(key)), state.clock.monotonic())
+    return principal if hit else None
 
 
 def _lookup_and_cache(state: ServerState, key: str) -> Principal | None:
     """Look ``key`` up in the database (blocking) and remember a valid one for ``AUTH_CACHE_S``."""
-    cache_key = f"{id(state)}:{hash_key(key)}"
+    cache_key = ("principal", hash_key(key))
     now = state.clock.monotonic()
     with state.db.read() as session:
         principal = lookup_key(session, key)
-    with _auth_lock:
-        if principal is None:
-            _auth_cache.pop(cache_key, None)
-        else:
-            if len(_auth_cache) > 10_000:
-                _auth_cache.clear()
-            _auth_cache[cache_key] = (principal, now + AUTH_CACHE_S)
+    if principal is None:
+        state.cache.discard(cache_key)
+    else:
+        state.cache.store(cache_key, principal, now + AUTH_CACHE_S)
     return principal
 
 
 def forget_key(state: ServerState, key_id: str) -> None:
     """Drop ``key_id`` from this server's key cache: a key revoked here stops working at once (on the
     other servers of the database, within :data:`AUTH_CACHE_S`)."""
-    prefix = f"{id(state)}:"
-    with _auth_lock:
-        for cache_key in [k for k, (p, _) in _auth_cache.items() if k.startswith(prefix) and p.key_id == key_id]:
-            del _auth_cache[cache_key]
+    state.cache.discard_where("principal", lambda _, principal: principal.key_id == key_id)
 
 
 async def require_user(request: Request, state: ServerState = Depends(get_state)) -> Principal:

@@ -18,6 +18,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from palaestra.scoreboard.server.core.cache import Cache
+
 __all__ = ["Database", "RawJSON", "execute_at_commit", "serialize_json", "shown_url"]
 
 try:
@@ -60,6 +62,8 @@ class Database:
 
     def __init__(self, url: str, *, echo: bool = False, pool_size: int = 10) -> None:
         self.url = url
+        #: the state's one cache (:mod:`.cache`), here so that whatever reads through a session reaches it
+        self.cache = Cache()
         self.is_sqlite = url.startswith("sqlite")
         self._write_lock = threading.Lock() if self.is_sqlite else None
         self._lock_file: int | None = None
@@ -82,8 +86,9 @@ class Database:
             # three round trips for one. Under READ COMMITTED, PostgreSQL's default, every statement
             # of a transaction sees its own snapshot anyway, so reads lose no consistency.
             self.engine = self.write_engine.execution_options(isolation_level="AUTOCOMMIT")
-        self._read = sessionmaker(self.engine, expire_on_commit=False)
-        self._write = sessionmaker(self.write_engine, expire_on_commit=False)
+        info = {"cache": self.cache}
+        self._read = sessionmaker(self.engine, expire_on_commit=False, info=info)
+        self._write = sessionmaker(self.write_engine, expire_on_commit=False, info=info)
 
     @staticmethod
     def _sqlite_engine(url: str, echo: bool, begin: str | None) -> Engine:

@@ -10,12 +10,12 @@ import sqlalchemy as sa
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server.core import migrate
 from palaestra.scoreboard.server.core.background import BackgroundJobs
+from palaestra.scoreboard.server.core.cache import Cache
 from palaestra.scoreboard.server.core.clock import SYSTEM_CLOCK, Clock
 from palaestra.scoreboard.server.core.config import ServerConfig
 from palaestra.scoreboard.server.core.database import Database, shown_url
 from palaestra.scoreboard.server.core.signing import UploadSecret, open_secret
 from palaestra.scoreboard.server.core.storage import BlobStore, FileStore, open_store
-from palaestra.scoreboard.server.tables.scores import Algorithm
 
 logger = logging.getLogger("palaestra.scoreboard")
 
@@ -32,12 +32,15 @@ class ServerState:
     #: Whether the busiest handlers may run on the event loop (``deps.run_blocking``): the database
     #: is on this machine and the blobs are a local folder, so nothing they wait on is on the network.
     inline: bool = False
-    #: (user seq, id or name) -> the algorithm it names (``api.algorithms.find_algorithm``)
-    known_algorithms: dict[tuple[int, str], Algorithm] = field(default_factory=dict)
     #: what every TTL, cache and rate window reads (:mod:`.clock`); tests advance one of their own
     clock: Clock = SYSTEM_CLOCK
     #: what requests leave to run after their response (benchmark runs' bootstraps)
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)
+
+    @property
+    def cache(self) -> Cache:
+        """The server's one cache (:mod:`.cache`), kept by its database."""
+        return self.db.cache
 
     def close(self) -> None:
         self.jobs.close()

@@ -34,25 +34,21 @@ _ALGORITHM_BY_ID_OR_NAME = (
     .limit(1)
 )
 
-#: Found algorithms kept per state (an upload names the same algorithm again and again); algorithms
-#: are never renamed or deleted, so one found stays right.
-CACHE_SIZE = 10_000
-
-
 def find_algorithm(
     state: ServerState, conn: sa.Connection, principal: Principal, ref: str
 ) -> Algorithm | None:
     """The caller's algorithm with id ``ref``, else named ``ref``, else None."""
-    cache = state.known_algorithms
-    known = cache.get((principal.user_seq, ref))
-    if known is not None:
+    # kept on the state: an upload names the same algorithm again and again, and algorithms are never
+    # renamed or deleted, so one found stays right (one not found yet is looked up again)
+    key = ("algorithm", principal.user_seq, ref)
+    hit, known = state.cache.lookup(key)
+    if hit:
         return known
     row = conn.execute(_ALGORITHM_BY_ID_OR_NAME, {"user_seq": principal.user_seq, "ref": ref}).first()
     if row is None:
         return None
-    if len(cache) > CACHE_SIZE:
-        cache.clear()
-    found = cache[(principal.user_seq, ref)] = from_row(Algorithm, row)
+    found = from_row(Algorithm, row)
+    state.cache.store(key, found)
     return found
 
 

@@ -56,14 +56,9 @@ def database_free_bytes(state: ServerState) -> int | None:
         return None
 
 
-#: database URL -> the folder its PostgreSQL keeps it in (found once per process: it does not move)
-_FOLDERS: dict[str, str | None] = {}
-
-
 def _postgres_folder(url: str, state: ServerState) -> str | None:
-    if url not in _FOLDERS:
-        _FOLDERS[url] = _find_postgres_folder(state)
-    return _FOLDERS[url]
+    """The folder PostgreSQL keeps the database in (found once per state: it does not move)."""
+    return state.cache.get(("postgres folder", url), lambda: _find_postgres_folder(state))
 
 
 def _find_postgres_folder(state: ServerState) -> str | None:

@@ -78,7 +78,7 @@ def condition_sets(session: Session, env_id: str) -> list[ConditionSet]:
     """The sets of conditions of ``env_id``'s evaluations, the largest first (one scan of the env's
     index entries, kept until the env has another evaluation)."""
     signature = of_env(session, "condition sets", env_id, queries.env_total(session, env_id))
-    return cached(signature, lambda: _condition_sets(session, env_id))
+    return cached(session, signature, lambda: _condition_sets(session, env_id))
 
 
 def _condition_sets(session: Session, env_id: str) -> list[ConditionSet]:
@@ -232,7 +232,7 @@ def rank_entries(session: Session, env_id: str, only: Any = None) -> list[Entry]
     to solve, then a higher IQM score (a bootstrap per group: kept until the env has another
     evaluation)."""
     signature = of_env(session, "entries", env_id, queries.env_total(session, env_id), only)
-    return cached(signature, lambda: _rank_entries(session, env_id, only))
+    return cached(session, signature, lambda: _rank_entries(session, env_id, only))
 
 
 def _rank_entries(session: Session, env_id: str, only: Any) -> list[Entry]:

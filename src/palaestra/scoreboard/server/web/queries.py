@@ -122,7 +122,7 @@ def home(session: Session) -> tuple[list[GroupView], int, int]:
     envs, evaluations = session.execute(
         sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(EnvStats.evaluation_count), 0))
     ).one()
-    return cached(of_database(session, "home", envs, evaluations), lambda: _home(session))
+    return cached(session, of_database(session, "home", envs, evaluations), lambda: _home(session))
 
 
 def _home(session: Session) -> tuple[list[GroupView], int, int]:
@@ -260,7 +260,7 @@ def leaderboard(
         return [], page
     if sort == "algorithm":
         signature = of_env(session, "per algorithm", env_id, env_total(session, env_id), only)
-        groups = cached(signature, lambda: _name_groups(session, where))
+        groups = cached(session, signature, lambda: _name_groups(session, where))
         return fetch_rows(session, _seqs_by_algorithm_name(session, where, groups, page)), page
     return _page_rows(session, where, order, page), page
 
