@@ -39,7 +39,7 @@ def test_gym_094_uploading_a_sealed_live_runs_directory_gets_the_sealed_evaluati
     run_legacy(legacy_gym_python, RECORD, [str(run)])
     with ScoreboardClient(server.url, server.api_key) as client:
         sealed = Follower(client, run, interval=0.1).follow()
-    assert sealed.status == "sealed"
+    assert sealed is not None and sealed.status == "sealed"
     run_legacy(
         legacy_gym_python,
         UPLOAD,

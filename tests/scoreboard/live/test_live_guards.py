@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from palaestra.scoreboard.live_protocol import MAX_CHUNK_EPISODES
+from palaestra.scoreboard.protocol.live import MAX_CHUNK_EPISODES
 from tests.scoreboard.server_helpers import ScoreboardServer
 
 LIVE = "/v1/live_evaluations"
@@ -116,7 +116,7 @@ def test_a_chunk_of_the_protocols_most_episodes_in_their_longest_spelling_is_acc
 
 def test_the_followers_chunks_and_the_protocols_largest_fit_the_body_cap_however_their_numbers_are_spelt() -> None:
     from palaestra.scoreboard.client.follow import CHUNK_EPISODES
-    from palaestra.scoreboard.live_protocol import MAX_CHUNK_BODY_BYTES, LiveChunk
+    from palaestra.scoreboard.protocol.live import MAX_CHUNK_BODY_BYTES, LiveChunk
 
     longest = -1.2345678901234567e-300
     for n in (CHUNK_EPISODES, MAX_CHUNK_EPISODES):

@@ -13,7 +13,7 @@ import httpx
 import palaestra
 from palaestra.scoreboard.client import ScoreboardClient
 from palaestra.scoreboard.client.follow import Follower
-from palaestra.scoreboard.server.conditions import conditions_key
+from palaestra.scoreboard.server.evaluations.conditions import conditions_key
 from tests.scoreboard.live.live_helpers import cli, live_state
 from tests.scoreboard.server_helpers import ScoreboardServer
 
@@ -62,7 +62,7 @@ def test_a_sealed_run_equals_the_upload_of_its_directory_in_episodes_videos_prov
     _record(run, episodes=15)
     with ScoreboardClient(server.url, server.api_key) as client:
         sealed = Follower(client, run, interval=0.1).follow()
-    assert sealed.status == "sealed" and sealed.evaluation_id
+    assert sealed is not None and sealed.status == "sealed" and sealed.evaluation_id
     with ScoreboardClient(server.url, server.create_user("plain-uploader")) as other:
         uploaded = other.upload(run)  # the same directory, uploaded plainly by someone else
     assert uploaded.id != sealed.evaluation_id

@@ -1,10 +1,10 @@
-"""``/v1/live_evaluations``: runs followed while they train (:mod:`palaestra.scoreboard.live_protocol`).
+"""``/v1/live_evaluations``: runs followed while they train (:mod:`palaestra.scoreboard.protocol.live`).
 
 ``POST`` creates one (``Idempotency-Key`` honoured), ``GET /{id}`` reads it with each source's
 position (public, as evaluations are), ``POST /{id}/chunks`` appends one source's next episodes and
-``POST /{id}/seal`` makes its evaluation (:mod:`palaestra.scoreboard.server.live`), with the
+``POST /{id}/seal`` makes its evaluation (:mod:`palaestra.scoreboard.server.live.runs`), with the
 directory's video archive and provenance when its body names them (:class:`LiveSeal`; it may be
-empty). Creating and chunks are rate-limited per user (:mod:`palaestra.scoreboard.server.rate_limits`).
+empty). Creating and chunks are rate-limited per user (:mod:`palaestra.scoreboard.server.accounts.rate_limits`).
 """
 
 from __future__ import annotations
@@ -16,21 +16,22 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import ValidationError
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.live_protocol import (
+from palaestra.scoreboard.protocol.live import (
     LiveChunk,
     LiveChunkAnswer,
     LiveEvaluationCreate,
     LiveEvaluationObject,
     LiveSeal,
 )
-from palaestra.scoreboard.server import live, rate_limits
-from palaestra.scoreboard.server.api.common import answer, base_url
+from palaestra.scoreboard.server.accounts import rate_limits
+from palaestra.scoreboard.server.accounts.auth import Principal
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State, json_body
-from palaestra.scoreboard.server.api.idempotency import Idempotency
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.deps import run_blocking
+from palaestra.scoreboard.server.core.answers import Idempotency, answer
+from palaestra.scoreboard.server.core.deps import run_blocking
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.live import runs as live
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.state import ServerState
 
 __all__ = ["router"]
 

@@ -15,15 +15,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.live_protocol import live_web_path
-from palaestra.scoreboard.server import live
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.db import Algorithm, Evaluation
-from palaestra.scoreboard.server.db_base import snapshot
-from palaestra.scoreboard.server.deps import state_of
-from palaestra.scoreboard.server.live_tables import LiveEvaluation
+from palaestra.scoreboard.protocol.live import live_web_path
+from palaestra.scoreboard.server.core.deps import state_of
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
+from palaestra.scoreboard.server.live import runs as live
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.records import EvaluationRecord
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.base import snapshot
+from palaestra.scoreboard.server.tables.live import LiveEvaluation
+from palaestra.scoreboard.server.tables.scores import Algorithm, Evaluation
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import database
 
@@ -84,7 +84,7 @@ def in_progress_rows(request: Request, session: Session, where: Any, limit: int 
 
 def _progress(request: Request, live_id: str) -> dict[str, Any]:
     """What the page and its JSON show: the run's row and its derivation (one row each, whatever its
-    length: :mod:`palaestra.scoreboard.server.live_derived`)."""
+    length: :mod:`palaestra.scoreboard.server.live.derived`)."""
     state = state_of(request)
     with database(request).read() as session:
         try:
