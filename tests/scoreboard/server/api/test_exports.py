@@ -222,3 +222,24 @@ def test_palaestra_export_results_writes_the_table_and_an_imported_tensorboard_r
     assert "has no filter 'colour'" in err and not (tmp_path / "x.csv").exists()  # no half table left
     assert main(["export", "results", "--where", "env"]) == 1
     assert "--where takes name=value pairs" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+def test_the_table_is_the_same_on_postgresql(scoreboard_factory, postgres_url):
+    """JSONB paths for the seeds and the commit, and the verified column, on PostgreSQL too."""
+    server = scoreboard_factory(database_url=postgres_url)
+    with server.client() as c:
+        made = [
+            upload_evaluation(c, batch=make_batch(120, reward=500.0), algorithm={"id": "ppo"},
+                              provenance=provenance([[0, 1, 2, 3], 5])),
+            upload_evaluation(c, env="Acrobot-v1", batch=make_batch(10, reward=-100.0)),
+        ]
+    csv = httpx.get(f"{server.url}/v1/evaluations.csv", params={"verified": "false"}, timeout=60)
+    parquet = httpx.get(f"{server.url}/v1/evaluations.parquet", timeout=60)
+    for frame in (pd.read_csv(io.BytesIO(csv.content)), pd.read_parquet(io.BytesIO(parquet.content))):
+        assert list(frame.columns) == NAMES and list(frame["id"]) == [e["id"] for e in made]
+        assert frame["seeds"][0] == "[[0,1,2,3],5]" and frame["commit"][0] == COMMIT
+        assert pd.isna(frame["seeds"][1]) and pd.isna(frame["commit"][1])
+        assert list(frame["solved"]) == [True, False] and list(frame["verified"]) == [False, False]
+    solved = httpx.get(f"{server.url}/v1/evaluations.csv", params={"solved": "true", "verified": "true"})
+    assert solved.text.strip() == ",".join(NAMES)
