@@ -243,3 +243,17 @@ def test_the_table_is_the_same_on_postgresql(scoreboard_factory, postgres_url):
         assert list(frame["solved"]) == [True, False] and list(frame["verified"]) == [False, False]
     solved = httpx.get(f"{server.url}/v1/evaluations.csv", params={"solved": "true", "verified": "true"})
     assert solved.text.strip() == ",".join(NAMES)
+
+
+def test_an_approximate_sb3_import_says_so_on_its_evaluation_page(scoreboard_server, tmp_path):
+    pytest.importorskip("tensorboardX")
+    from tests.monitoring.test_tensorboard_import import sb3_run
+
+    sb3_run(tmp_path / "tb" / "PPO_1", [(2048, 20.0, 20.0), (4096, 40.0, 40.0)])
+    assert main(["import", "tensorboard", str(tmp_path / "tb"), "--env-id", "CartPole-v1",
+                 "--out", str(tmp_path / "run")]) == 0
+    evaluation_id = palaestra.upload(str(tmp_path / "run"), server=scoreboard_server.url,
+                                     api_key=scoreboard_server.api_key)
+    page = httpx.get(f"{scoreboard_server.url}/evaluations/{evaluation_id}", timeout=60).text
+    assert "import_note" in page and "approximate: the TensorBoard files hold no per-episode returns" in page
+    assert "import tensorboard" in page  # "Recorded by"
