@@ -196,7 +196,7 @@ def test_palaestra_export_results_writes_the_table_and_an_imported_tensorboard_r
 ):
     server, made = board
     pytest.importorskip("tensorboardX")
-    from tests.monitoring.test_tensorboard_import import cleanrl_run
+    from tests.monitoring.tensorboard_runs import cleanrl_run
 
     run = tmp_path / "runs" / "CartPole-v1__ppo__3__1700000000"
     logged = cleanrl_run(run, episodes=12, seed=3)
@@ -247,7 +247,7 @@ def test_the_table_is_the_same_on_postgresql(scoreboard_factory, postgres_url):
 
 def test_an_approximate_sb3_import_says_so_on_its_evaluation_page(scoreboard_server, tmp_path):
     pytest.importorskip("tensorboardX")
-    from tests.monitoring.test_tensorboard_import import sb3_run
+    from tests.monitoring.tensorboard_runs import sb3_run
 
     sb3_run(tmp_path / "tb" / "PPO_1", [(2048, 20.0, 20.0), (4096, 40.0, 40.0)])
     assert main(["import", "tensorboard", str(tmp_path / "tb"), "--env-id", "CartPole-v1",
