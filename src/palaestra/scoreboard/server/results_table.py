@@ -57,6 +57,7 @@ COLUMNS: tuple[Column, ...] = (
     Column("id", "string", "the evaluation's id (its page is /evaluations/ID)"),
     Column("env", "string", "the env id"),
     Column("algorithm", "string", "the algorithm's id (its own, else its benchmark run's); empty if none"),
+    Column("algorithm_name", "string", "that algorithm's name"),
     Column("owner", "string", "the name of the user who uploaded it"),
     Column("conditions_key", "string", "the digest of its conditions card; empty for a 2017 upload"),
     Column(
@@ -96,7 +97,14 @@ def _where_bool(column: Any) -> Any:
 FILTERS: dict[str, tuple[Any, Any]] = {
     "env": (None, lambda value: Evaluation.env_id == value),
     # the algorithm an evaluation belongs to (records.of_algorithm's rule): its own, else its run's
-    "algorithm": (None, lambda value: sa.func.coalesce(Algorithm.id, RunAlgorithm.id) == value),
+    # (by id, or by name as the pages open algorithms)
+    "algorithm": (
+        None,
+        lambda value: sa.or_(
+            sa.func.coalesce(Algorithm.id, RunAlgorithm.id) == value,
+            sa.func.coalesce(Algorithm.name, RunAlgorithm.name) == value,
+        ),
+    ),
     "owner": (None, lambda value: User.name == value),
     "conditions_key": (None, lambda value: Evaluation.conditions_key == value),
     "solved": (_bool, _where_bool(Evaluation.solved)),
@@ -141,6 +149,7 @@ _SELECT = (
         Evaluation.id,
         Evaluation.env_id,
         sa.func.coalesce(Algorithm.id, RunAlgorithm.id),
+        sa.func.coalesce(Algorithm.name, RunAlgorithm.name),
         User.name,
         Evaluation.conditions_key,
         Evaluation.ranking_mean,
@@ -190,7 +199,7 @@ def batches(db: Database, filters: Mapping[str, Any], batch_rows: int = BATCH_RO
         if not rows:
             return
         after = rows[-1][0]
-        yield [(*row[1:10], _seeds_text(row[10]), row[11], bool(row[12]), row[13]) for row in rows]
+        yield [(*row[1:11], _seeds_text(row[11]), row[12], bool(row[13]), row[14]) for row in rows]
         if len(rows) < batch_rows:
             return
 
@@ -205,9 +214,10 @@ def csv_chunks(rows: Iterable[list[Row]]) -> Iterator[bytes]:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([c.name for c in COLUMNS])
     for batch in rows:
-        # id, env, algorithm, owner, conditions_key, score, SOLVED, episodes, steps, seeds, CREATED, VERIFIED, commit
+        # id, env, algorithm, algorithm_name, owner, conditions_key, score, SOLVED, episodes, steps, seeds,
+        # CREATED, VERIFIED, commit
         writer.writerows(
-            (*r[:6], _TEXT[r[6]], r[7], r[8], r[9], r[10].isoformat() if r[10] else None, _TEXT[r[11]], r[12])
+            (*r[:7], _TEXT[r[7]], r[8], r[9], r[10], r[11].isoformat() if r[11] else None, _TEXT[r[12]], r[13])
             for r in batch
         )
         yield buffer.getvalue().encode("utf-8")

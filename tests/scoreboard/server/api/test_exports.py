@@ -78,6 +78,7 @@ def test_every_evaluation_is_one_row_that_pandas_and_polars_read_as_they_are(boa
         assert list(frame["owner"]) == ["tester", "tester", "tester", "other"], name
         assert list(frame["env"]) == ["CartPole-v1", "CartPole-v1", "Acrobot-v1", "CartPole-v1"], name
         assert frame["algorithm"][0] == made[0]["algorithm"]["id"] and pd.isna(frame["algorithm"][2]), name
+        assert list(frame["algorithm_name"])[:2] == ["ppo", "dqn"] and pd.isna(frame["algorithm_name"][2]), name
         # what the leaderboard ranks by: the best 100-episode mean, else the mean of a short run's episodes
         assert list(frame["score"]) == pytest.approx(
             [e["score"]["mean"] if e["score"]["mean"] is not None else e["score"]["episodes_mean"] for e in made]
@@ -107,7 +108,7 @@ def test_query_parameters_narrow_the_table(board):
 
     assert ids(env="Acrobot-v1") == [made[2]["id"]]
     assert ids(env="CartPole-v1", owner="tester") == [made[0]["id"], made[1]["id"]]
-    assert ids(algorithm=ppo) == [made[0]["id"]]
+    assert ids(algorithm=ppo) == [made[0]["id"]] and ids(algorithm="ppo") == [made[0]["id"]]  # id or name
     assert ids(solved="true") == [made[0]["id"]]
     assert ids(verified="false") == [e["id"] for e in made] and ids(verified="true") == []
     assert ids(env="NoSuchEnv-v0") == []  # no rows: the header alone, which pandas still reads
@@ -134,6 +135,7 @@ def test_the_rows_come_in_keyset_batches_each_row_once(board):
     try:
         got = list(batches(db, {}, batch_rows=3))
         assert [len(b) for b in got] == [3, 1] and [row[0] for b in got for row in b] == [e["id"] for e in made]
+        assert all(len(row) == len(COLUMNS) for b in got for row in b)
         table = pq.read_table(io.BytesIO(b"".join(parquet_chunks(batches(db, {}, batch_rows=2)))))
         assert table.num_rows == 4 and pq.ParquetFile(
             io.BytesIO(b"".join(parquet_chunks(batches(db, {}, batch_rows=2))))
