@@ -15,8 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import BinaryIO
 
+import httpx
+
 from palaestra.durable import write_atomically
-from palaestra.errors import ConfigurationError
+from palaestra.errors import APIConnectionError, ConfigurationError
 from palaestra.scoreboard.client.config import resolve_api_key, resolve_server
 from palaestra.scoreboard.client.transport import Transport
 from palaestra.scoreboard.protocol import API_PREFIX
@@ -84,9 +86,18 @@ def export_results(
 
         def copy(f: BinaryIO) -> None:
             nonlocal size
-            for chunk in response.iter_bytes():
-                f.write(chunk)
-                size += len(chunk)
+            try:
+                for chunk in response.iter_bytes():
+                    f.write(chunk)
+                    size += len(chunk)
+            except httpx.HTTPError as e:
+                kept = f"nothing was written to {os.fspath(output)}" if isinstance(output, (str, os.PathLike)) else (
+                    "what came before it is incomplete"
+                )
+                raise APIConnectionError(
+                    f"The download of {base + path} was cut after {size} bytes ({type(e).__name__}: {e}); "
+                    f"{kept}. Run the export again."
+                ) from None
 
         try:
             if isinstance(output, (str, os.PathLike)):

@@ -259,3 +259,34 @@ def test_an_approximate_sb3_import_says_so_on_its_evaluation_page(scoreboard_ser
     page = httpx.get(f"{scoreboard_server.url}/evaluations/{evaluation_id}", timeout=60).text
     assert "import_note" in page and "approximate: the TensorBoard files hold no per-episode returns" in page
     assert "import tensorboard" in page  # "Recorded by"
+
+
+def test_a_download_cut_half_way_leaves_no_half_table(tmp_path, capsys, monkeypatch):
+    """A server that dies mid-table (here: a socket that sends the answer's head and one chunk, then
+    closes) fails the export with the reason, and the file is not written."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve_half() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/csv\r\ntransfer-encoding: chunked\r\n\r\n"
+            row = b"id,env\neval_1,CartPole-v1\n"
+            conn.sendall(head + f"{len(row):x}\r\n".encode() + row + b"\r\n")
+
+    thread = threading.Thread(target=serve_half, daemon=True)
+    thread.start()
+    monkeypatch.delenv("PALAESTRA_API_KEY", raising=False)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    out = tmp_path / "table.csv"
+    assert main(["export", "results", "--server", url, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert f"The download of {url}/v1/evaluations.csv was cut after" in err and "nothing was written" in err
+    assert not out.exists() and not list(tmp_path.iterdir())
+    thread.join(10)
+    listener.close()
