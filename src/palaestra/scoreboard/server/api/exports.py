@@ -24,6 +24,7 @@ from palaestra.extras import install_command
 from palaestra.scoreboard.server import results_table
 from palaestra.scoreboard.server.api.deps import State, query_params
 from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.state import ServerState
 
 __all__ = ["CSV_MEDIA_TYPE", "PARQUET_MEDIA_TYPE", "router"]
 
@@ -41,8 +42,9 @@ def _filters(request: Request) -> dict[str, object]:
         raise Problem(400, str(e), e.param) from None
 
 
-async def _rows(state: State, request: Request) -> Iterator[list[results_table.Row]]:
-    """The table's batches, the first already read (in a worker thread: it is a query)."""
+async def _rows(state: ServerState, request: Request) -> Iterator[list[results_table.Row]]:
+    """The table's batches, the first already read, in a worker thread (not ``run_blocking``'s inline
+    path: a batch of 10,000 rows would hold the event loop for a tenth of a second or more)."""
     batches = results_table.batches(state.db, _filters(request))
     first = await run_in_threadpool(next, batches, None)
     return chain([first] if first is not None else [], batches)
