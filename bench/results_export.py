@@ -35,7 +35,7 @@ def add_provenance(database_url: str) -> None:
     """Every evaluation's provenance, in one UPDATE (the loader stores none)."""
     import sqlalchemy as sa
 
-    from palaestra.scoreboard.server.database import Database
+    from palaestra.scoreboard.server.core.database import Database
 
     database = Database(database_url)
     try:
@@ -113,7 +113,7 @@ def main() -> int:
         data_dir = Path(tmp)
         proc, url, _ = start_server(data_dir, args.database_url)
         try:
-            from palaestra.scoreboard.server.config import normalise_database_url
+            from palaestra.scoreboard.server.core.config import normalise_database_url
 
             database_url = normalise_database_url(args.database_url or f"sqlite:///{data_dir / 'scoreboard.sqlite3'}")
             t0 = time.perf_counter()

@@ -22,7 +22,7 @@ from palaestra.monitoring import files
 from palaestra.monitoring.provenance import load_provenance
 from palaestra.monitoring.tensorboard_import import SB3_NOTE, import_tensorboard
 from palaestra.scoreboard.client import prepare_training_directory
-from palaestra.scoreboard.provenance_wire import Provenance
+from palaestra.scoreboard.protocol.provenance import Provenance
 
 tensorboardX = pytest.importorskip("tensorboardX")
 pytest.importorskip("tensorboard")

@@ -4,7 +4,7 @@
 * :func:`export_results` -- ``GET /v1/evaluations.csv`` (or ``.parquet``) streamed into a file, written
   whole or not at all (a cut download leaves no half table), or CSV onto a stream.
 
-The table's columns are the server's (:mod:`palaestra.scoreboard.server.results_table`,
+The table's columns are the server's (:mod:`palaestra.scoreboard.server.evaluations.results_table`,
 docs/export.md).
 """
 

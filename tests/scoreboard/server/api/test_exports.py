@@ -17,10 +17,10 @@ import pytest
 
 import palaestra
 from palaestra.cli import main
-from palaestra.scoreboard.server.conditions import conditions_key
-from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.results_table import COLUMNS, batches, csv_chunks, parquet_chunks
+from palaestra.scoreboard.server.core.config import resolve_config
+from palaestra.scoreboard.server.core.database import Database
+from palaestra.scoreboard.server.evaluations.conditions import conditions_key
+from palaestra.scoreboard.server.evaluations.results_table import COLUMNS, batches, csv_chunks, parquet_chunks
 from tests.scoreboard.server_helpers import ScoreboardServer, error_of, make_batch, upload_evaluation
 
 pd = pytest.importorskip("pandas")
@@ -152,7 +152,7 @@ def test_the_export_is_a_read_like_any_other(board, tmp_path):
     server.stop()
     server.env["PALAESTRA_RATE_LIMIT_ANONYMOUS_READS"] = "2"
     server.start()
-    from tests.scoreboard.server.test_read_limits import start_of_a_window
+    from tests.scoreboard.server.guards.test_read_limits import start_of_a_window
 
     start_of_a_window(margin_s=10)
     for _ in range(2):

@@ -1,6 +1,6 @@
 """``GET /v1/evaluations.csv`` and ``GET /v1/evaluations.parquet``: the board's results as one table.
 
-One row per evaluation (:data:`palaestra.scoreboard.server.results_table.COLUMNS`), oldest first,
+One row per evaluation (:data:`palaestra.scoreboard.server.evaluations.results_table.COLUMNS`), oldest first,
 narrowed by query parameters (``?env=CartPole-v1&algorithm=alg_...&owner=NAME&solved=true``). The
 answer is streamed: the rows are read in keyset batches and written out batch by batch (parquet: a
 row group each), so a board of 10^6 evaluations is exported in the memory of one batch
@@ -21,10 +21,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import StreamingResponse
 
 from palaestra.extras import install_command
-from palaestra.scoreboard.server import results_table
 from palaestra.scoreboard.server.api.deps import State, query_params
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.evaluations import results_table
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.state import ServerState
 
 __all__ = ["CSV_MEDIA_TYPE", "PARQUET_MEDIA_TYPE", "router"]
 
