@@ -33,6 +33,7 @@ TITLES = {
     422: "Unprocessable Entity",
     429: "Too Many Requests",
     500: "Internal Server Error",
+    501: "Not Implemented",
     503: "Service Unavailable",
     507: "Insufficient Storage",
 }

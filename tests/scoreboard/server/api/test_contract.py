@@ -137,6 +137,10 @@ def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: Score
         api.call("GET", "/v1/envs/{env_id}", protocol.EnvObject, path={"env_id": "CartPole-v0"})
         api.call("GET", "/v1/groups", protocol.ListPage[protocol.GroupObject])
         log = api.call("GET", "/v1/log", protocol.ListPage[protocol.LogEntryObject], params={"limit": 2})
+        for table in ("csv", "parquet"):  # the results table is bytes: its rows are tests/.../test_exports.py's
+            r = c.get(f"/v1/evaluations.{table}", params={"env": "CartPole-v1"})
+            assert r.status_code == 200 and r.content, r.text
+            api.called.add(("GET", f"/v1/evaluations.{table}"))
         blob = log["data"][0]["blobs"][0]  # the log's blob downloads are bytes, checked by their hash
         api.called.add(("GET", "/v1/log/{seq}/blobs/{index}"))
         assert hashlib.sha256(c.get(blob["url"]).content).hexdigest() == blob["sha256"]
