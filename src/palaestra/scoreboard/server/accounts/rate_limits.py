@@ -3,6 +3,9 @@
 
 - :func:`check_new_file`: the files a user may create per hour (``uploads_per_hour``, counted from
   the ``files`` table itself) and may have waiting for their upload (``max_pending_files``);
+- :func:`note_live_chunk`: the chunks of live runs a user may send per minute
+  (``live_chunks_per_minute``, counted in ``rate_counters``; the live runs it may start per hour are
+  counted from their own table: :func:`palaestra.scoreboard.server.live.runs.check_new_live_run`);
 - :func:`note_invalid_key`: requests with an invalid API key per client address and
   :data:`INVALID_KEY_WINDOW_S` (``invalid_keys_per_window``), counted in ``rate_counters``; a valid
   key costs nothing here;
@@ -39,6 +42,7 @@ __all__ = [
     "count_hit",
     "note_failed_sign_in",
     "note_invalid_key",
+    "note_live_chunk",
     "sign_in_wait",
 ]
 
@@ -113,6 +117,25 @@ def check_new_file(state: ServerState, user_seq: int) -> None:
                     f"file's post_url) or wait until they expire (the first in {_shown(wait)}).",
                     wait,
                 )
+
+
+#: The window of ``live_chunks_per_minute``.
+LIVE_CHUNK_WINDOW_S = 60
+
+
+def note_live_chunk(state: ServerState, user_seq: int) -> None:
+    """Count a chunk sent by the user; 429 once there were more than ``live_chunks_per_minute``."""
+    limit = state.config.live_chunks_per_minute
+    if limit <= 0:
+        return
+    hits, wait = count_hit(state.db, f"live_chunks:{user_seq}", LIVE_CHUNK_WINDOW_S, state.clock)
+    if hits > limit:
+        raise too_many(
+            f"Too many live chunks: this server accepts {limit} chunks per user and minute. The follower "
+            f"sends the same episodes again in {_shown(wait)} (nothing was stored); ask the server's "
+            "operator to raise PALAESTRA_RATE_LIMIT_LIVE_CHUNKS_PER_MINUTE for faster runs.",
+            wait,
+        )
 
 
 def note_invalid_key(state: ServerState, address: str) -> None:
