@@ -65,6 +65,7 @@ def _entry_object(row: Any, record: dict[str, Any] | None, base: str) -> protoco
         entry_sha256=row.entry_sha256,
         created=plain(row.created),
         version=row.version,
+        fields=row.fields,
         record=record,
     )
 

@@ -90,9 +90,11 @@ def _check_record(name: str, entry: Any) -> str | None:
     if found == entry.record_sha256:
         return None
     changed = changed_fields(entry.fields, entry.record) if getattr(entry, "fields", None) else []
-    what = f"its {', '.join(changed)} changed" if changed else "it was changed"
+    what = f": its {', '.join(changed)} changed" if changed else ""
+    when = "scored" if entry.kind in KINDS else "logged"
     return (
-        f"{name}: {what} after it was logged (its record hashes to {found}, the log says {entry.record_sha256})"
+        f"{name}: the {entry.kind.replace('_', ' ')} was changed after it was {when}{what} (its record hashes "
+        f"to {found}, the log says {entry.record_sha256})"
     )
 
 
