@@ -93,7 +93,7 @@ def _check_record(name: str, entry: Any) -> str | None:
     what = f": its {', '.join(changed)} changed" if changed else ""
     when = "scored" if entry.kind in KINDS else "logged"
     return (
-        f"{name}: the {entry.kind.replace('_', ' ')} was changed after it was {when}{what} (its record hashes "
+        f"{name}: the {entry.kind} was changed after it was {when}{what} (its record hashes "
         f"to {found}, the log says {entry.record_sha256})"
     )
 
