@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from palaestra.monitoring.provenance import MAX_SEEDS
-from palaestra.monitoring.redaction import redact_argv, redact_value
+from palaestra.monitoring.redaction import redact_argv, redact_value, redact_word
 
 __all__ = [
     "MAX_PROVENANCE_BYTES",
@@ -128,7 +128,14 @@ def redact_provenance(document: Any) -> Any:
     argv = command.get("argv") if isinstance(command, dict) else None
     if isinstance(command, dict) and isinstance(argv, list) and all(isinstance(arg, str) for arg in argv):
         document = {**document, "command": {**command, "argv": redact_argv(argv)}}
-    return redact_value(document)
+    packages = document.get("packages")
+    redacted = redact_value({k: v for k, v in document.items() if k != "packages"})
+    if isinstance(packages, dict):
+        # distribution names are not settings: google-auth's version is no secret (its value's shape still counts)
+        redacted["packages"] = {k: redact_word(v) if isinstance(v, str) else v for k, v in packages.items()}
+    elif "packages" in document:
+        redacted["packages"] = packages
+    return redacted
 
 
 def json_depth(value: Any, limit: int) -> int:

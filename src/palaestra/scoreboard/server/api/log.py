@@ -65,7 +65,7 @@ def _entry_object(row: Any, record: dict[str, Any] | None, base: str) -> protoco
         entry_sha256=row.entry_sha256,
         created=plain(row.created),
         version=row.version,
-        fields=row.fields,
+        fields=dict(sorted(row.fields.items())) if row.fields else None,  # one order on every backend
         record=record,
     )
 
