@@ -78,3 +78,16 @@ def test_the_client_refuses_the_same_batch_before_uploading_it() -> None:
     """The one validator both sides run: ``palaestra upload`` says the same before sending a byte."""
     with pytest.raises(protocol.EpisodeBatchError, match=r'episode_lengths\.0.*\(got "5"\)'):
         protocol.parse_episode_batch(json.dumps(_batch_with("episode_lengths", "5")))
+
+
+@pytest.mark.parametrize("length", [2**63, "5", True], ids=["2**63", "a string", "a boolean"])
+def test_a_live_chunk_holds_its_episode_lengths_to_the_same_bounds(
+    scoreboard_server: ScoreboardServer, length: Any
+) -> None:
+    with scoreboard_server.client() as client:
+        live = client.post("/v1/live_evaluations", json={"env": "CartPole-v1"})
+        assert live.status_code == 201, live.text
+        chunk = {"source": "0", "start": 0, "timestamps": [1.0], "episode_lengths": [length], "episode_rewards": [1.0]}
+        refused = client.post(f"/v1/live_evaluations/{live.json()['id']}/chunks", json=chunk)
+        assert refused.status_code in (400, 422) and "episode_lengths" in refused.text, refused.text
+        assert client.get(f"/v1/live_evaluations/{live.json()['id']}").json()["episodes"] == 0
