@@ -10,7 +10,7 @@ import pytest
 
 from palaestra.monitoring.provenance import json_safe, redact_argv
 from palaestra.monitoring.redaction import REDACTED, secret_name
-from palaestra.scoreboard.provenance_wire import Provenance
+from palaestra.scoreboard.protocol.provenance import Provenance
 from tests.monitoring.secret_shapes import KEPT, KNOWN_MISSES, SHAPES, Shape
 
 

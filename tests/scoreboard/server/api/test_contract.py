@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from palaestra.scoreboard import live_protocol, protocol
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.protocol import live as live_protocol
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,
@@ -65,7 +66,7 @@ def _ladder_routes(api: Contract, folder: Path) -> None:
     """The ladder routes, with a quick Hex match (random against a small MCTS)."""
     from palaestra.ladder.match import MatchRules, play_match, read_match
     from palaestra.ladder.players import parse_player
-    from palaestra.scoreboard import ladder_protocol as lp
+    from palaestra.scoreboard.protocol import ladder as lp
 
     play_match(MatchRules("Hex9x9-v0", "Hex", 9), parse_player("mcts:5"), parse_player("random"), 2, folder / "m")
     document = read_match(folder / "m")

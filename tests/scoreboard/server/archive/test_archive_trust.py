@@ -11,9 +11,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server.archive import scorelog
-from palaestra.scoreboard.server.db import Evaluation
-from palaestra.scoreboard.server.service_tables import ScoreLogEntry
+from palaestra.scoreboard.server.evaluations import scorelog
+from palaestra.scoreboard.server.tables.scores import Evaluation
+from palaestra.scoreboard.server.tables.service import ScoreLogEntry
 from tests.scoreboard.server.archive.test_export_import import board_env, palaestra, small_board
 from tests.scoreboard.server_helpers import ScoreboardServer, make_batch, upload_evaluation
 

@@ -22,7 +22,7 @@ import pytest
 from palaestra.ladder.match import play_match, read_match, rules_of_env
 from palaestra.ladder.players import parse_player
 from palaestra.scoreboard.server.archive.verify import open_source, verify
-from palaestra.scoreboard.server.config import resolve_config
+from palaestra.scoreboard.server.core.config import resolve_config
 from tests.scoreboard.server_helpers import ScoreboardServer, make_batch, upload_evaluation, video_archive
 
 PROVENANCE = {

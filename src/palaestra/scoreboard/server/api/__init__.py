@@ -17,9 +17,9 @@ The route table, one router per resource:
 =====================================  =========================================================
 
 Shared pieces: :mod:`.deps` (``Annotated`` dependencies: ``State``, ``CurrentUser``, ``ListQuery``),
-:mod:`.idempotency` (``Idempotency-Key`` on creating POSTs), :mod:`.common` (answers, list pages).
+:mod:`..core.answers` (``Idempotency-Key`` on creating POSTs), :mod:`.common` (answers, list pages).
 Errors are :class:`~palaestra.scoreboard.server.problems.Problem` and
-:class:`~palaestra.scoreboard.server.ingest.IngestError`, answered by the app's handlers.
+:class:`~palaestra.scoreboard.server.evaluations.ingest.IngestError`, answered by the app's handlers.
 """
 
 from __future__ import annotations
