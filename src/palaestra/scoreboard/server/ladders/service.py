@@ -16,6 +16,7 @@ from palaestra.ladder.ratings import DEFAULT_ANCHORS, rate
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.protocol import ladder as lp
 from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.evaluations import scorelog
 from palaestra.scoreboard.server.ladders.checks import CheckedMatch
 from palaestra.scoreboard.server.tables.accounts import User
 from palaestra.scoreboard.server.tables.ladders import LadderGame, LadderMatch, LadderRating
@@ -58,6 +59,7 @@ def store_match(session: Session, user_seq: int, match: CheckedMatch) -> tuple[s
             )
         )
     session.flush()
+    scorelog.append_ladder_match(session, row.id)  # in the log exactly when it is on the board
     rerate(session, match.ladder)
     return row.id, True
 
@@ -70,6 +72,8 @@ def rerate(session: Session, ladder: str) -> None:
     ratings = rate([(black, white, _POINTS[winner][0]) for black, white, winner in rows], DEFAULT_ANCHORS)
     session.execute(sa.delete(LadderRating).where(LadderRating.ladder == ladder))
     session.add_all(LadderRating(ladder=ladder, **dataclasses.asdict(r)) for r in ratings)
+    session.flush()
+    scorelog.append_ladder_ratings(session, ladder)  # verify holds the table to the latest such entry
 
 
 def _web(base: str, path: str) -> str:
