@@ -14,6 +14,7 @@ from palaestra.scoreboard.server.clock import SYSTEM_CLOCK, Clock
 from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.database import Database
 from palaestra.scoreboard.server.db import Algorithm
+from palaestra.scoreboard.server.ladder_work import LadderWork
 from palaestra.scoreboard.server.signing import UploadSecret, open_secret
 from palaestra.scoreboard.server.storage import BlobStore, FileStore, open_store
 
@@ -38,8 +39,14 @@ class ServerState:
     clock: Clock = SYSTEM_CLOCK
     #: what requests leave to run after their response (benchmark runs' bootstraps)
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)
+    #: ladder uploads' checks (worker processes) and re-ratings (on ``jobs``)
+    ladder_work: LadderWork = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ladder_work = LadderWork(self.jobs)
 
     def close(self) -> None:
+        self.ladder_work.close()
         self.jobs.close()
         self.db.dispose()
 

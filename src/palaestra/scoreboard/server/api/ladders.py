@@ -2,7 +2,9 @@
 
 =========================================  =====================================================
 ``POST /v1/ladder_matches``                a match folder (:class:`~palaestra.scoreboard.ladder_protocol.MatchUpload`):
-                                           every game replayed and checked, all stored or none
+                                           its player names checked (:mod:`..ladder_trust`), every
+                                           game replayed and checked in a worker process, all stored
+                                           or none, the ladder rated again in the background
 ``GET  /v1/ladder_matches/{id}``           a match and its games
 ``GET  /v1/ladder_games/{id}``             a game; ``/record``: its SGF (or Hex JSON) file
 ``GET  /v1/ladders``                       the ladders (one per game, board size and komi)
@@ -13,6 +15,7 @@
 
 from __future__ import annotations
 
+import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
@@ -21,8 +24,12 @@ from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server import ladders
 from palaestra.scoreboard.server.api.common import answer, base_url, not_found
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
-from palaestra.scoreboard.server.ladder_checks import check_match
+from palaestra.scoreboard.server.auth import Principal
+from palaestra.scoreboard.server.deps import run_blocking
+from palaestra.scoreboard.server.ladder_checks import CheckedMatch, match_players
+from palaestra.scoreboard.server.ladder_trust import check_player_names, check_upload_rate
 from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.state import ServerState
 
 __all__ = ["router"]
 
@@ -49,16 +56,41 @@ async def _upload_body(request: Request) -> lp.MatchUpload:
 async def create_match(request: Request, principal: CurrentUser, state: State) -> Response:
     """Check every game of the match by replaying it, then store them all (or, on a problem, none).
     The same upload again by the same user answers the match stored the first time (200), so that a
-    retried upload never counts its games twice."""
+    retried upload never counts its games twice. Nothing of it runs on the event loop: the names and
+    the rate are checked in a thread, the games replayed in a worker process, the ladder rated again
+    in the background (the answer waits for it, not the other requests)."""
+    await run_blocking(state, check_upload_rate, state, principal.user_seq)
     upload = await _upload_body(request)
-    checked = check_match(upload)
+    players = match_players(upload)
+    await run_blocking(state, _check_names, state, principal, players)
+    checked = await state.ladder_work.check(upload)
+    match_id, created = await run_blocking(state, _store, state, principal, checked, small=False)
+    if created:
+        await state.ladder_work.rerate(checked.ladder, lambda ladder: ladders.rerate_ladder(state.db, ladder))
     base = base_url(state, request)
-    with state.db.write() as session:
-        match_id, created = ladders.store_match(session, principal.user_seq, checked)
     with state.db.read() as session:
         body = ladders.match_object(session, match_id, base)
     assert body is not None
     return answer(body, 201 if created else 200)
+
+
+def _check_names(state: ServerState, principal: Principal, players: list[str]) -> None:
+    with state.db.read() as session:
+        check_player_names(session, principal, players)
+
+
+def _store(state: ServerState, principal: Principal, checked: CheckedMatch) -> tuple[str, bool]:
+    """Store the match; a name claimed or a game rated by a concurrent upload meanwhile: once more,
+    from the start (its names checked again: the other upload may own them now)."""
+    for attempt in range(2):
+        try:
+            with state.db.write() as session:
+                check_player_names(session, principal, checked.players)
+                return ladders.store_match(session, principal, checked)
+        except sa.exc.IntegrityError:
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
 
 
 @router.get(f"{lp.LADDER_MATCHES_PATH}/{{match_id}}", response_model=lp.MatchObject)

@@ -1,0 +1,111 @@
+"""The ladder's heavy work, off the event loop: checking an upload in a worker process, and rating a
+ladder again in the background thread.
+
+- :class:`LadderWork` (one per server state, ``state.ladder_work``):
+  :meth:`~LadderWork.check` replays an upload's games (:func:`.ladder_checks.check_match`) in a
+  process of a small pool (started on the first upload, with ``spawn``: no fork of a threaded
+  server). A replay is pure Python and holds the GIL; in a thread it still slowed every other request
+  (a 4 MB 19x19 upload held them all some 6 s on the loop). :meth:`~LadderWork.rerate` derives a
+  ladder's ratings again in the state's background worker (:mod:`.background`), and answers when a
+  derivation that began after the call has finished: uploads that arrive while one runs share the
+  next one.
+
+``bench/ladder_upload_stall.py`` measures what an upload costs a concurrent ``GET /``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import multiprocessing
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+from palaestra.scoreboard.ladder_protocol import MatchUpload
+from palaestra.scoreboard.server.background import BackgroundJobs
+from palaestra.scoreboard.server.ladder_checks import CheckedMatch, check_match
+from palaestra.scoreboard.server.problems import Problem
+
+__all__ = ["CHECK_WORKERS", "RERATE_WAIT_S", "LadderWork"]
+
+logger = logging.getLogger("palaestra.scoreboard")
+
+#: Worker processes that replay uploads: two uploads are checked at once, a third waits.
+CHECK_WORKERS = 2
+#: How long an upload's answer waits for its ladder's ratings; past it, they follow in the background.
+RERATE_WAIT_S = 60.0
+
+
+def _check_in_worker(upload: MatchUpload) -> CheckedMatch | tuple[int, str, str]:
+    """:func:`check_match` in a worker process; a Problem comes back as (status, detail, param), since
+    an exception with its own constructor arguments does not survive pickling."""
+    try:
+        return check_match(upload)
+    except Problem as problem:
+        return problem.status, problem.detail, problem.param
+
+
+class LadderWork:
+    """The check pool and the re-rating queue of one server state (see the module docstring)."""
+
+    def __init__(self, jobs: BackgroundJobs, workers: int = CHECK_WORKERS) -> None:
+        self._jobs = jobs
+        self._workers = workers
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        #: ladder -> the futures of the callers waiting for its next derivation
+        self._waiting: dict[str, list[Future[None]]] = {}
+        self._scheduled: set[str] = set()
+        self._numbers = itertools.count()
+
+    async def check(self, upload: MatchUpload) -> CheckedMatch:
+        """The checked match, replayed in a worker process, or the Problem its check raised."""
+        with self._lock:
+            if self._pool is None:
+                context = multiprocessing.get_context("spawn")
+                self._pool = ProcessPoolExecutor(self._workers, mp_context=context)
+            pool = self._pool
+        result = await asyncio.wrap_future(pool.submit(_check_in_worker, upload))
+        if isinstance(result, tuple):
+            raise Problem(*result)
+        return result
+
+    async def rerate(self, ladder: str, derive: Callable[[str], Any], wait_s: float = RERATE_WAIT_S) -> bool:
+        """Have ``derive(ladder)`` run in the background after this call; whether it finished within
+        ``wait_s`` (else the answer goes without it, and the ratings follow)."""
+        done: Future[None] = Future()
+        with self._lock:
+            self._waiting.setdefault(ladder, []).append(done)
+            start = ladder not in self._scheduled
+            self._scheduled.add(ladder)
+        if start:  # a key of its own: a derivation already running must not stand for this one
+            self._jobs.submit(f"ladder-rerate:{ladder}:{next(self._numbers)}", lambda: self._derive(ladder, derive))
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(done), wait_s)
+        except asyncio.TimeoutError:
+            return False
+        return True
+
+    def _derive(self, ladder: str, derive: Callable[[str], Any]) -> None:
+        """Derive ``ladder`` again while callers wait for it: each round serves those who asked before it."""
+        while True:
+            with self._lock:
+                waiters = self._waiting.pop(ladder, [])
+                if not waiters:
+                    self._scheduled.discard(ladder)
+                    return
+            try:
+                derive(ladder)
+            except Exception:  # the ratings stay as they were; the next upload derives them again
+                logger.exception("Rating the ladder %s failed", ladder)
+            for waiter in waiters:
+                waiter.set_result(None)
+
+    def close(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
