@@ -6,13 +6,16 @@ ratings only if it is plausible as a contest (:func:`unrated_reason` says why no
 * it placed at least :func:`minimum_stones` stones (a quarter of the board's points: 21 on 9x9,
   91 on 19x19; passes place none), or
 * it is a Hex game won by a connection (the board itself decided it), or
-* it is a shorter Go game ended by resignation, time or forfeit whose final position the server's
-  own count confirms: both colours have stones on the board, and the winner leads the Tromp-Taylor
-  count both with komi and without it (so that neither a lone first stone, whose colour reaches
-  every empty point, nor komi alone decides it).
+* it is a shorter Go game (ended by resignation, time or forfeit, or by two passes) in which each
+  player placed at least as many stones as the board is wide, and whose final position the server's
+  own count confirms: the winner leads the Tromp-Taylor count, komi included. (A lone first stone
+  owns every empty point in that count, and komi alone wins two passes for white: those are the
+  shortcuts the stones per player rule out.)
 
 A resignation after one move is a legal game, but it says nothing about who is stronger, and forty
 of them could move a rating by a thousand points: such games are shown, marked, and not rated.
+These rules stop cheap games, not a forger who generates long ones: what stops forgery is who may
+upload games of which player (:mod:`palaestra.scoreboard.server.ladder_trust`).
 
 :func:`game_digest` identifies a game by what was played (the ladder, the players, the moves, the
 result), not by its file's bytes, so that the same game uploaded again, by anyone, in any file, is
@@ -28,7 +31,7 @@ import math
 import numpy as np
 
 from palaestra.envs.board.rules import area_score
-from palaestra.ladder.records import REASONS_WITHOUT_BOARD_END, GameRecord
+from palaestra.ladder.records import GameRecord
 from palaestra.ladder.replay import Replayed
 
 __all__ = ["game_digest", "minimum_stones", "unrated_reason"]
@@ -44,12 +47,12 @@ def _stones_placed(record: GameRecord) -> int:
 
 
 def _count_confirms(record: GameRecord, planes: np.ndarray) -> bool:
-    """Whether the final position's count confirms the recorded winner of a Go game that ended early."""
-    if record.winner is None or not (planes[0].any() and planes[1].any()):
+    """Whether a short Go game's final position confirms its recorded winner (see the module docstring)."""
+    each = [record.moves[side::2] for side in (0, 1)]
+    if record.winner is None or any(sum(m.lower() != "pass" for m in moves) < record.board_size for moves in each):
         return False
-    with_komi, without = area_score(planes, record.komi), area_score(planes, 0.0)
-    sign = 1.0 if record.winner == "black" else -1.0
-    return sign * with_komi > 0 and sign * without > 0
+    lead = area_score(planes, record.komi)
+    return lead > 0 if record.winner == "black" else lead < 0
 
 
 def unrated_reason(record: GameRecord, replayed: Replayed) -> str | None:
@@ -61,10 +64,10 @@ def unrated_reason(record: GameRecord, replayed: Replayed) -> str | None:
         f"{placed} stones placed, fewer than the {needed} that a game on a {record.board_size}x"
         f"{record.board_size} board needs to count for the ratings"
     )
-    if record.game == "Go" and record.reason in REASONS_WITHOUT_BOARD_END:
+    if record.game == "Go":
         if _count_confirms(record, replayed.planes):
             return None
-        return f"{short}, and the count of its final position does not confirm the {record.reason}"
+        return f"{short}, and the count of its final position does not confirm its result"
     return short
 
 
