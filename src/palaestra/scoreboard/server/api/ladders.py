@@ -36,8 +36,12 @@ __all__ = ["router"]
 router = APIRouter(tags=["ladders"])
 
 
-async def _upload_body(request: Request) -> lp.MatchUpload:
+async def _upload_body(request: Request, state: ServerState) -> lp.MatchUpload:
     data = await request.body()  # held to MAX_MATCH_BODY_BYTES by the body-limit middleware
+    return await run_blocking(state, _parse_upload, data, small=len(data) < 65536)  # 4 MB: some 40 ms
+
+
+def _parse_upload(data: bytes) -> lp.MatchUpload:
     try:
         document = protocol.parse_json(data, "The match upload")
     except protocol.JSONInputError as exc:
@@ -60,18 +64,22 @@ async def create_match(request: Request, principal: CurrentUser, state: State) -
     the rate are checked in a thread, the games replayed in a worker process, the ladder rated again
     in the background (the answer waits for it, not the other requests)."""
     await run_blocking(state, check_upload_rate, state, principal.user_seq)
-    upload = await _upload_body(request)
+    upload = await _upload_body(request, state)
     players = match_players(upload)
     await run_blocking(state, _check_names, state, principal, players)
     checked = await state.ladder_work.check(upload)
     match_id, created = await run_blocking(state, _store, state, principal, checked, small=False)
     if created:
         await state.ladder_work.rerate(checked.ladder, lambda ladder: ladders.rerate_ladder(state.db, ladder))
-    base = base_url(state, request)
+    body = await run_blocking(state, _match_object, state, match_id, base_url(state, request), small=False)
+    return answer(body, 201 if created else 200)
+
+
+def _match_object(state: ServerState, match_id: str, base: str) -> lp.MatchObject:
     with state.db.read() as session:
         body = ladders.match_object(session, match_id, base)
     assert body is not None
-    return answer(body, 201 if created else 200)
+    return body
 
 
 def _check_names(state: ServerState, principal: Principal, players: list[str]) -> None:

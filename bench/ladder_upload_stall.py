@@ -1,0 +1,167 @@
+"""What a large ladder upload costs the other requests: the latency a concurrent ``GET /`` gains while
+a 4 MB match upload of 19x19 games is checked, side by side with another checkout's server.
+
+    PYTHONPATH=src .venv/bin/python bench/ladder_upload_stall.py [--peer /work/main/src] [--games 1000]
+
+For each server (this checkout's ``src``, and ``--peer``'s, e.g. main's, when given) the script
+starts a fresh ``palaestra server`` on SQLite, sends one small upload (to start what a first upload
+starts), times 40 quiet ``GET /`` (their median is the baseline), then sends two uploads of the
+same 19x19 game copied up to ``--games`` times (at most 4 MB): one whose last game is forged
+(refused with a 422 after every game was replayed: the issue's case) and one that is accepted (the
+games stored, the ladder rated again). While each is in flight a client asks ``GET /`` back to back;
+printed: the largest, the 90th percentile and the median latency it saw, and the largest minus the
+baseline (the target: under 50 ms added). On a loaded machine the largest is the scheduler's as
+much as the server's: read the load average beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+MAX_BODY = 4 * 1024 * 1024
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def running_server(src: str) -> Iterator[tuple[str, str]]:
+    """``(url, api key)`` of a fresh ``palaestra server`` running the code of ``src``."""
+    with tempfile.TemporaryDirectory(prefix="palaestra-stall-") as data_dir:
+        env = {**os.environ, "PALAESTRA_DATA_DIR": data_dir, "PYTHONPATH": src}
+        env.pop("PALAESTRA_DATABASE_URL", None)
+        env.pop("PALAESTRA_STORAGE", None)
+        port = free_port()
+        log = open(Path(data_dir) / "server.log", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "palaestra", "-q", "server", "--port", str(port)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((Path(data_dir) / "server.log").read_text()[-3000:])
+                time.sleep(0.1)
+            created = subprocess.run(
+                [sys.executable, "-m", "palaestra", "users", "create", "bench"],
+                env=env, capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            yield url, created.stdout.strip().splitlines()[-1]
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+            log.close()
+
+
+def played_game(folder: Path) -> tuple[dict[str, Any], str]:
+    """One 19x19 game between two random players: (its match document, its SGF)."""
+    from palaestra.ladder.match import play_match, read_match, rules_of_env
+    from palaestra.ladder.players import parse_player
+
+    play_match(rules_of_env("Go19x19-v0", komi=7.5), parse_player("stall-a=random"), parse_player("stall-b=random"), 1,
+               folder, seed=5)  # fmt: skip
+    document = read_match(folder)
+    return document, (folder / document["games"][0]["file"]).read_text()
+
+
+def upload_body(document: dict[str, Any], text: str, copies: int, forged: bool, seed: int) -> bytes:
+    files = {f"game-{n:04d}.sgf": text for n in range(1, copies + 1)}
+    if forged:
+        last = f"game-{copies:04d}.sgf"
+        files[last] = text.replace("RE[B+", "RE[X+").replace("RE[W+", "RE[B+").replace("RE[X+", "RE[W+")
+    match = {**document, "seed": seed, "games": [{"file": name} for name in files]}
+    return json.dumps({"match": match, "games": files}).encode()
+
+
+def latencies_during(url: str, key: str, body: bytes) -> tuple[list[float], int, float]:
+    """``GET /`` latencies (s) asked back to back while ``body`` is uploaded; the upload's status and time."""
+    result: dict[str, Any] = {}
+
+    def upload() -> None:
+        start = time.perf_counter()
+        response = httpx.post(f"{url}/v1/ladder_matches", content=body, timeout=600,
+                              headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+        result.update(status=response.status_code, seconds=time.perf_counter() - start)
+
+    thread = threading.Thread(target=upload)
+    seen = []
+    with httpx.Client(timeout=600) as client:
+        thread.start()
+        while thread.is_alive():
+            start = time.perf_counter()
+            client.get(f"{url}/")
+            seen.append(time.perf_counter() - start)
+    thread.join()
+    return seen, result["status"], result["seconds"]
+
+
+def measure(label: str, src: str, document: dict[str, Any], text: str, copies: int) -> None:
+    with running_server(src) as (url, key):
+        httpx.post(f"{url}/v1/ladder_matches", content=upload_body(document, text, 1, False, 99), timeout=600,
+                   headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+        with httpx.Client(timeout=60) as client:
+            quiet = []
+            for _ in range(40):
+                start = time.perf_counter()
+                client.get(f"{url}/")
+                quiet.append(time.perf_counter() - start)
+        baseline = sorted(quiet)[len(quiet) // 2]
+        for seed, forged in ((1, True), (2, False)):
+            body = upload_body(document, text, copies, forged, seed)
+            seen, status, seconds = latencies_during(url, key, body)
+            ordered = sorted(seen)
+            print(
+                f"  {label:<6} {'refused' if forged else 'accepted'} upload ({len(body) / 2**20:.1f} MB, answer "
+                f"{status} in {seconds:.1f} s): GET / max {1000 * ordered[-1]:.0f} ms, p90 "
+                f"{1000 * ordered[int(0.9 * (len(ordered) - 1))]:.0f} ms, median "
+                f"{1000 * ordered[len(ordered) // 2]:.0f} ms over {len(seen)} requests; added "
+                f"{1000 * (ordered[-1] - baseline):.0f} ms to the quiet median ({1000 * baseline:.1f} ms)"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--peer", help="another checkout's src folder to run side by side (e.g. main's)")
+    parser.add_argument("--games", type=int, default=1000, help="copies of the game (the body stays under 4 MB)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        document, text = played_game(Path(folder) / "match")
+    copies = min(args.games, (MAX_BODY - 4096) // (len(json.dumps(text)) + 40))
+    print(f"{copies} copies of a {document['games'][0]['moves']}-move 19x19 game")
+    here = str(Path(__file__).resolve().parents[1] / "src")
+    measure("this", here, document, text, copies)
+    if args.peer:
+        measure("peer", args.peer, document, text, copies)
+
+
+if __name__ == "__main__":
+    main()
