@@ -27,7 +27,7 @@ from palaestra.ladder.replay import GameRejected, replay
 from palaestra.scoreboard.ladder_protocol import MAX_MATCH_GAMES, MatchUpload, ladder_name
 from palaestra.scoreboard.server.problems import Problem
 
-__all__ = ["CheckedGame", "CheckedMatch", "check_match", "match_players"]
+__all__ = ["CheckedGame", "CheckedMatch", "check_in_worker", "check_match", "checked_or_problem", "match_players"]
 
 logger = logging.getLogger("palaestra.scoreboard")
 
@@ -148,3 +148,19 @@ def check_match(upload: MatchUpload) -> CheckedMatch:
         checked.append(CheckedGame(number, name, record, upload.games[name], game_digest(ladder, record),
                                    unrated_reason(record, replayed)))  # fmt: skip
     return CheckedMatch(upload_digest(upload), ladder, game, size, komi if game == "Go" else None, players, checked)
+
+
+def check_in_worker(upload: MatchUpload) -> CheckedMatch | tuple[int, str, str]:
+    """:func:`check_match` for a worker process: a Problem comes back as (status, detail, param), since
+    an exception with constructor arguments of its own does not survive pickling."""
+    try:
+        return check_match(upload)
+    except Problem as problem:
+        return problem.status, problem.detail, problem.param
+
+
+def checked_or_problem(result: CheckedMatch | tuple[int, str, str]) -> CheckedMatch:
+    """What :func:`check_in_worker` returned: the checked match, or its Problem raised again."""
+    if isinstance(result, tuple):
+        raise Problem(*result)
+    return result

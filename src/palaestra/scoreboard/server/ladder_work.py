@@ -2,9 +2,9 @@
 ladder again in the background thread.
 
 - :class:`LadderWork` (one per server state, ``state.ladder_work``):
-  :meth:`~LadderWork.check` replays an upload's games (:func:`.ladder_checks.check_match`) in a
-  process of a small pool (started on the first upload, with ``spawn``: no fork of a threaded
-  server). A replay is pure Python and holds the GIL; in a thread it still slowed every other request
+  :meth:`~LadderWork.run` runs a function in a process of a small pool (started on the first
+  upload, with ``spawn``: no fork of a threaded server): the upload's check replays its games there
+  (:func:`.ladder_checks.check_in_worker`). A replay is pure Python and holds the GIL; in a thread it still slowed every other request
   (a 4 MB 19x19 upload held them all some 6 s on the loop). :meth:`~LadderWork.rerate` derives a
   ladder's ratings again in the state's background worker (:mod:`.background`), and answers when a
   derivation that began after the call has finished: uploads that arrive while one runs share the
@@ -22,30 +22,19 @@ import multiprocessing
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
-from palaestra.scoreboard.ladder_protocol import MatchUpload
 from palaestra.scoreboard.server.background import BackgroundJobs
-from palaestra.scoreboard.server.ladder_checks import CheckedMatch, check_match
-from palaestra.scoreboard.server.problems import Problem
 
 __all__ = ["CHECK_WORKERS", "RERATE_WAIT_S", "LadderWork"]
 
 logger = logging.getLogger("palaestra.scoreboard")
+_T = TypeVar("_T")
 
 #: Worker processes that replay uploads: two uploads are checked at once, a third waits.
 CHECK_WORKERS = 2
 #: How long an upload's answer waits for its ladder's ratings; past it, they follow in the background.
 RERATE_WAIT_S = 60.0
-
-
-def _check_in_worker(upload: MatchUpload) -> CheckedMatch | tuple[int, str, str]:
-    """:func:`check_match` in a worker process; a Problem comes back as (status, detail, param), since
-    an exception with its own constructor arguments does not survive pickling."""
-    try:
-        return check_match(upload)
-    except Problem as problem:
-        return problem.status, problem.detail, problem.param
 
 
 class LadderWork:
@@ -61,17 +50,14 @@ class LadderWork:
         self._scheduled: set[str] = set()
         self._numbers = itertools.count()
 
-    async def check(self, upload: MatchUpload) -> CheckedMatch:
-        """The checked match, replayed in a worker process, or the Problem its check raised."""
+    async def run(self, function: Callable[..., _T], *args: Any) -> _T:
+        """``function(*args)`` in a worker process (both picklable: a module's function and plain data)."""
         with self._lock:
             if self._pool is None:
                 context = multiprocessing.get_context("spawn")
                 self._pool = ProcessPoolExecutor(self._workers, mp_context=context)
             pool = self._pool
-        result = await asyncio.wrap_future(pool.submit(_check_in_worker, upload))
-        if isinstance(result, tuple):
-            raise Problem(*result)
-        return result
+        return await asyncio.wrap_future(pool.submit(function, *args))
 
     async def rerate(self, ladder: str, derive: Callable[[str], Any], wait_s: float = RERATE_WAIT_S) -> bool:
         """Have ``derive(ladder)`` run in the background after this call; whether it finished within

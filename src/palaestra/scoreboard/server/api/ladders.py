@@ -26,7 +26,12 @@ from palaestra.scoreboard.server.api.common import answer, base_url, not_found
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.deps import run_blocking
-from palaestra.scoreboard.server.ladder_checks import CheckedMatch, match_players
+from palaestra.scoreboard.server.ladder_checks import (
+    CheckedMatch,
+    check_in_worker,
+    checked_or_problem,
+    match_players,
+)
 from palaestra.scoreboard.server.ladder_trust import check_player_names, check_upload_rate
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.state import ServerState
@@ -67,7 +72,7 @@ async def create_match(request: Request, principal: CurrentUser, state: State) -
     upload = await _upload_body(request, state)
     players = match_players(upload)
     await run_blocking(state, _check_names, state, principal, players)
-    checked = await state.ladder_work.check(upload)
+    checked = checked_or_problem(await state.ladder_work.run(check_in_worker, upload))
     match_id, created = await run_blocking(state, _store, state, principal, checked, small=False)
     if created:
         await state.ladder_work.rerate(checked.ladder, lambda ladder: ladders.rerate_ladder(state.db, ladder))
