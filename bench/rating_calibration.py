@@ -13,6 +13,9 @@ mean interval width, and the time to rate one tournament.
 
 A last field adds to the spaced field a player 3,000 Elo above the best, who wins every game: its
 rating must be finite, above everyone it beat, and the truth must not lie below its interval.
+
+Last, the server's cost: the time to rate one ladder of 100,000 games among 20 and among 500 players
+(what a server derives again after an upload, in its background worker).
 """
 
 from __future__ import annotations
@@ -94,6 +97,12 @@ def main() -> None:
             f"(target 93-97 %); mean bias {r['bias']:+.2f} Elo; slope {r['slope']:.4f}; "
             f"mean width {r['width']:.0f} Elo; rating one tournament {1000 * r['seconds']:.1f} ms"
         )
+    for players in (20, 500):
+        rng = np.random.default_rng(args.seed)
+        played = tournament(rng.normal(0.0, 400.0, players), 100_000, rng)
+        start = time.perf_counter()
+        rate(played, (ANCHOR,))
+        print(f"  rating a ladder of 100,000 games among {players} players: {time.perf_counter() - start:.2f} s")
     u = undefeated(max(args.tournaments // 4, 1), args.players, args.games, args.seed)
     print(
         f"  a player who wins every game: finite {100 * u['finite']:.0f} %, rated above everyone "

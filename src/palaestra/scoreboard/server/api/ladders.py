@@ -65,9 +65,10 @@ def _parse_upload(data: bytes) -> lp.MatchUpload:
 async def create_match(request: Request, principal: CurrentUser, state: State) -> Response:
     """Check every game of the match by replaying it, then store them all (or, on a problem, none).
     The same upload again by the same user answers the match stored the first time (200), so that a
-    retried upload never counts its games twice. Nothing of it runs on the event loop: the names and
-    the rate are checked in a thread, the games replayed in a worker process, the ladder rated again
-    in the background (the answer waits for it, not the other requests)."""
+    retried upload never counts its games twice. Nothing large runs on the event loop: the rate and
+    the names are small queries (``run_blocking``), the body is parsed and the answer written in a
+    thread, the games replayed in a worker process, the ladder rated again in the background worker
+    (the answer waits for it, not the other requests)."""
     await run_blocking(state, check_upload_rate, state, principal.user_seq)
     upload = await _upload_body(request, state)
     players = match_players(upload)
@@ -76,15 +77,16 @@ async def create_match(request: Request, principal: CurrentUser, state: State) -
     match_id, created = await run_blocking(state, _store, state, principal, checked, small=False)
     if created:
         await state.ladder_work.rerate(checked.ladder, lambda ladder: ladders.rerate_ladder(state.db, ladder))
-    body = await run_blocking(state, _match_object, state, match_id, base_url(state, request), small=False)
-    return answer(body, 201 if created else 200)
+    base = base_url(state, request)
+    return await run_blocking(state, _match_answer, state, match_id, base, 201 if created else 200, small=False)
 
 
-def _match_object(state: ServerState, match_id: str, base: str) -> lp.MatchObject:
+def _match_answer(state: ServerState, match_id: str, base: str, status: int) -> Response:
+    """The stored match as the answer, read and serialised in a thread (1,000 games: some 3 MB of JSON)."""
     with state.db.read() as session:
         body = ladders.match_object(session, match_id, base)
     assert body is not None
-    return body
+    return answer(body, status)
 
 
 def _check_names(state: ServerState, principal: Principal, players: list[str]) -> None:
