@@ -233,3 +233,25 @@ def test_a_large_upload_being_checked_does_not_hold_other_requests(server: Score
     order.append(f"page {page.status_code}")
     thread.join(120)
     assert order == ["page 200", "upload 422"]
+
+
+def test_an_exported_board_keeps_its_names_owners_and_unrated_games(scoreboard_factory: Any, tmp_path: Path) -> None:
+    old = scoreboard_factory()
+    owner = old.create_user("owner")
+    body = _played(tmp_path / "m", "kept-a", "kept-b", games=1)
+    body["games"]["game-0002.sgf"] = _resigned("kept-a", "kept-b", ["E5"])["games"]["game-0001.sgf"]
+    body["match"]["games"].append({"file": "game-0002.sgf"})
+    games = _post(old, body, owner).json()["games"]
+    old.palaestra("server", "export", str(tmp_path / "export"), "--include-keys")
+    new = ScoreboardServer(tmp_path / "new-data")  # SQLite and blobs of its own
+    new.palaestra("server", "import", str(tmp_path / "export"))
+    new.api_key = old.api_key
+    new.start()
+    try:
+        with new.client() as client:
+            after = [client.get(f"/v1/ladder_games/{g['id']}").json() for g in games]
+        assert [(g["rated"], g["unrated_reason"]) for g in after] == [(g["rated"], g["unrated_reason"]) for g in games]
+        stolen = _post(new, _played(tmp_path / "n", "kept-a", "thief-bot", games=1), new.create_user("thief"))
+        assert stolen.status_code == 403 and "belongs to the user 'owner'" in stolen.json()["detail"]
+    finally:
+        new.stop()

@@ -20,6 +20,9 @@ from palaestra.scoreboard.server.db_base import Base, utcnow
 
 __all__ = ["LadderGame", "LadderMatch", "LadderPlayer", "LadderRating"]
 
+#: The rated games with a digest (a game imported from an export older than 0012 has none: "").
+_RATED = sa.text("unrated IS NULL AND digest != ''")
+
 
 class LadderMatch(Base):
     __tablename__ = "ladder_matches"
@@ -46,7 +49,7 @@ class LadderGame(Base):
     __table_args__ = (
         sa.Index(
             "ux_ladder_games_rated_digest", "ladder", "digest", unique=True,
-            sqlite_where=sa.text("unrated IS NULL"), postgresql_where=sa.text("unrated IS NULL"),
+            sqlite_where=_RATED, postgresql_where=_RATED,
         ),
     )  # fmt: skip
 

@@ -32,7 +32,7 @@ from palaestra.errors import Error
 from palaestra.scoreboard.server.account_tables import ApiKey, User
 from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation
 from palaestra.scoreboard.server.db_base import Base, UTCDateTime
-from palaestra.scoreboard.server.ladder_db import LadderGame, LadderMatch, LadderRating
+from palaestra.scoreboard.server.ladder_db import LadderGame, LadderMatch, LadderPlayer, LadderRating
 from palaestra.scoreboard.server.live_tables import LiveChunkRecord, LiveEvaluation, LiveSource
 from palaestra.scoreboard.server.service_tables import FileRecord, ScoreLogEntry
 
@@ -95,6 +95,7 @@ TABLES = (
     ExportedTable(ScoreLogEntry),
     # the board-game ladders (games are stored as their records' text, no blob) and live runs
     ExportedTable(LadderMatch),
+    ExportedTable(LadderPlayer),
     ExportedTable(LadderGame),
     ExportedTable(LadderRating),
     ExportedTable(LiveEvaluation),

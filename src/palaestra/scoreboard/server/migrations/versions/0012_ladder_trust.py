@@ -28,6 +28,7 @@ branch_labels = None
 depends_on = None
 
 logger = logging.getLogger("palaestra.scoreboard")
+_RATED = sa.text("unrated IS NULL AND digest != ''")
 
 
 def _backfill(conn: sa.Connection) -> None:
@@ -106,7 +107,7 @@ def upgrade() -> None:
     _backfill(op.get_bind())
     op.create_index(
         "ux_ladder_games_rated_digest", "ladder_games", ["ladder", "digest"], unique=True,
-        sqlite_where=sa.text("unrated IS NULL"), postgresql_where=sa.text("unrated IS NULL"),
+        sqlite_where=_RATED, postgresql_where=_RATED,
     )  # fmt: skip
 
 
