@@ -5,13 +5,13 @@ a 4 MB match upload of 19x19 games is checked, side by side with another checkou
 
 For each server (this checkout's ``src``, and ``--peer``'s, e.g. main's, when given) the script
 starts a fresh ``palaestra server`` on SQLite, sends one small upload (to start what a first upload
-starts), times 40 quiet ``GET /`` (their median is the baseline), then sends two uploads of the
+starts), asks ``GET /`` back to back for 10 quiet seconds (the baseline), then sends two uploads of the
 same 19x19 game copied up to ``--games`` times (at most 4 MB): one whose last game is forged
 (refused with a 422 after every game was replayed: the issue's case) and one that is accepted (the
 games stored, the ladder rated again). While each is in flight a client asks ``GET /`` back to back;
-printed: the largest, the 90th percentile and the median latency it saw, and the largest minus the
-baseline (the target: under 50 ms added). On a loaded machine the largest is the scheduler's as
-much as the server's: read the load average beside it.
+printed: the largest, the 90th percentile and the median latency it saw, and what the upload added
+to the quiet ones (the target: under 50 ms added). On a loaded machine the largest is the
+scheduler's as much as the server's: the load average is printed too.
 """
 
 from __future__ import annotations
@@ -124,27 +124,39 @@ def latencies_during(url: str, key: str, body: bytes) -> tuple[list[float], int,
     return seen, result["status"], result["seconds"]
 
 
+def summary(seen: list[float]) -> tuple[float, float, float]:
+    """(largest, 90th percentile, median) of latencies, in ms."""
+    ordered = sorted(seen)
+    return 1000 * ordered[-1], 1000 * ordered[int(0.9 * (len(ordered) - 1))], 1000 * ordered[len(ordered) // 2]
+
+
+def quiet_latencies(url: str, seconds: float) -> list[float]:
+    """``GET /`` latencies asked back to back for ``seconds`` with nothing else sent."""
+    seen = []
+    with httpx.Client(timeout=60) as client:
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            start = time.perf_counter()
+            client.get(f"{url}/")
+            seen.append(time.perf_counter() - start)
+    return seen
+
+
 def measure(label: str, src: str, document: dict[str, Any], text: str, copies: int) -> None:
     with running_server(src) as (url, key):
         httpx.post(f"{url}/v1/ladder_matches", content=upload_body(document, text, 1, False, 99), timeout=600,
                    headers={"Authorization": f"Bearer {key}"})  # fmt: skip
-        with httpx.Client(timeout=60) as client:
-            quiet = []
-            for _ in range(40):
-                start = time.perf_counter()
-                client.get(f"{url}/")
-                quiet.append(time.perf_counter() - start)
-        baseline = sorted(quiet)[len(quiet) // 2]
+        quiet = summary(quiet_latencies(url, 10.0))
+        print(f"  {label:<6} quiet: GET / max {quiet[0]:.0f} ms, p90 {quiet[1]:.0f} ms, median {quiet[2]:.0f} ms")
         for seed, forged in ((1, True), (2, False)):
             body = upload_body(document, text, copies, forged, seed)
             seen, status, seconds = latencies_during(url, key, body)
-            ordered = sorted(seen)
+            during = summary(seen)
             print(
                 f"  {label:<6} {'refused' if forged else 'accepted'} upload ({len(body) / 2**20:.1f} MB, answer "
-                f"{status} in {seconds:.1f} s): GET / max {1000 * ordered[-1]:.0f} ms, p90 "
-                f"{1000 * ordered[int(0.9 * (len(ordered) - 1))]:.0f} ms, median "
-                f"{1000 * ordered[len(ordered) // 2]:.0f} ms over {len(seen)} requests; added "
-                f"{1000 * (ordered[-1] - baseline):.0f} ms to the quiet median ({1000 * baseline:.1f} ms)"
+                f"{status} in {seconds:.1f} s): GET / max {during[0]:.0f} ms, p90 {during[1]:.0f} ms, median "
+                f"{during[2]:.0f} ms over {len(seen)} requests; added to the quiet max {during[0] - quiet[0]:+.0f} "
+                f"ms, to the quiet p90 {during[1] - quiet[1]:+.0f} ms"
             )
 
 
@@ -157,6 +169,7 @@ def main() -> None:
         document, text = played_game(Path(folder) / "match")
     copies = min(args.games, (MAX_BODY - 4096) // (len(json.dumps(text)) + 40))
     print(f"{copies} copies of a {document['games'][0]['moves']}-move 19x19 game")
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     here = str(Path(__file__).resolve().parents[1] / "src")
     measure("this", here, document, text, copies)
     if args.peer:

@@ -3,8 +3,8 @@ ladder again in the background thread.
 
 - :class:`LadderWork` (one per server state, ``state.ladder_work``):
   :meth:`~LadderWork.run` runs a function in a process of a small pool (started on the first
-  upload, with ``spawn``: no fork of a threaded server): the upload's check replays its games there
-  (:func:`.ladder_checks.check_in_worker`). A replay is pure Python and holds the GIL; in a thread it still slowed every other request
+  upload, with ``spawn``: no fork of a threaded server; ``nice`` 10, so that requests come first): the
+  upload's check replays its games there (:func:`.ladder_checks.check_in_worker`). A replay is pure Python and holds the GIL; in a thread it still slowed every other request
   (a 4 MB 19x19 upload held them all some 6 s on the loop). :meth:`~LadderWork.rerate` derives a
   ladder's ratings again in the state's background worker (:mod:`.background`), and answers when a
   derivation that began after the call has finished: uploads that arrive while one runs share the
@@ -19,6 +19,7 @@ import asyncio
 import itertools
 import logging
 import multiprocessing
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -26,7 +27,7 @@ from typing import Any, TypeVar
 
 from palaestra.scoreboard.server.background import BackgroundJobs
 
-__all__ = ["CHECK_WORKERS", "RERATE_WAIT_S", "LadderWork"]
+__all__ = ["CHECK_WORKERS", "RERATE_WAIT_S", "WORKER_NICENESS", "LadderWork"]
 
 logger = logging.getLogger("palaestra.scoreboard")
 _T = TypeVar("_T")
@@ -35,6 +36,19 @@ _T = TypeVar("_T")
 CHECK_WORKERS = 2
 #: How long an upload's answer waits for its ladder's ratings; past it, they follow in the background.
 RERATE_WAIT_S = 60.0
+
+
+#: How much the workers yield to the server's own process (``nice``): a replay is batch work, a
+#: request is someone waiting.
+WORKER_NICENESS = 10
+
+
+def _lower_priority() -> None:
+    """A worker's start: below the server's process in the CPU scheduler's order."""
+    try:
+        os.nice(WORKER_NICENESS)
+    except OSError:  # not allowed here: the worker runs at the server's priority
+        logger.debug("could not lower the ladder worker's priority")
 
 
 class LadderWork:
@@ -55,7 +69,7 @@ class LadderWork:
         with self._lock:
             if self._pool is None:
                 context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(self._workers, mp_context=context)
+                self._pool = ProcessPoolExecutor(self._workers, mp_context=context, initializer=_lower_priority)
             pool = self._pool
         return await asyncio.wrap_future(pool.submit(function, *args))
 
