@@ -1,14 +1,16 @@
-"""The ladder's heavy work, off the event loop: checking an upload in a worker process, and rating a
-ladder again in the background thread.
+"""The ladder's heavy work, off the event loop and out of the server's process: checking an upload and
+rating a ladder again, in worker processes.
 
-- :class:`LadderWork` (one per server state, ``state.ladder_work``):
-  :meth:`~LadderWork.run` runs a function in a process of a small pool (started on the first
-  upload, with ``spawn``: no fork of a threaded server; ``nice`` 10, so that requests come first): the
-  upload's check replays its games there (:func:`.ladder_checks.check_in_worker`). A replay is pure Python and holds the GIL; in a thread it still slowed every other request
-  (a 4 MB 19x19 upload held them all some 6 s on the loop). :meth:`~LadderWork.rerate` derives a
-  ladder's ratings again in the state's background worker (:mod:`.background`), and answers when a
-  derivation that began after the call has finished: uploads that arrive while one runs share the
-  next one.
+- :class:`LadderWork` (one per server state, ``state.ladder_work``): :meth:`~LadderWork.run` (from
+  a request) and :meth:`~LadderWork.call` (from a thread) run a function in a process of a small
+  pool, started on the first upload (``spawn``: no fork of a threaded server; ``nice`` 10, so that
+  requests come first). An upload's check replays its games there
+  (:func:`.ladder_checks.check_in_worker`): a replay is pure Python, and on the event loop a 4 MB
+  19x19 upload held every request for seconds. :meth:`~LadderWork.rerate` has a ladder's ratings
+  derived again by the state's background worker (:mod:`.background`), which hands the work to the
+  pool (:func:`.ladders.rerate_in_worker`: reading 100,000 games in the server's process held the
+  GIL from the requests), and answers when a derivation that began after the call has finished:
+  uploads that arrive while one runs share the next one.
 
 ``bench/ladder_upload_stall.py`` measures what an upload costs a concurrent ``GET /``.
 """
@@ -64,14 +66,21 @@ class LadderWork:
         self._scheduled: set[str] = set()
         self._numbers = itertools.count()
 
-    async def run(self, function: Callable[..., _T], *args: Any) -> _T:
-        """``function(*args)`` in a worker process (both picklable: a module's function and plain data)."""
+    def _submit(self, function: Callable[..., _T], *args: Any) -> Future[_T]:
         with self._lock:
             if self._pool is None:
                 context = multiprocessing.get_context("spawn")
                 self._pool = ProcessPoolExecutor(self._workers, mp_context=context, initializer=_lower_priority)
             pool = self._pool
-        return await asyncio.wrap_future(pool.submit(function, *args))
+        return pool.submit(function, *args)
+
+    async def run(self, function: Callable[..., _T], *args: Any) -> _T:
+        """``function(*args)`` in a worker process (both picklable: a module's function and plain data)."""
+        return await asyncio.wrap_future(self._submit(function, *args))
+
+    def call(self, function: Callable[..., _T], *args: Any) -> _T:
+        """:meth:`run` for a thread that may wait (the background worker's)."""
+        return self._submit(function, *args).result()
 
     async def rerate(self, ladder: str, derive: Callable[[str], Any], wait_s: float = RERATE_WAIT_S) -> bool:
         """Have ``derive(ladder)`` run in the background after this call; whether it finished within

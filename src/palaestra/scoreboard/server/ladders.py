@@ -14,7 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from palaestra.ladder.ratings import DEFAULT_ANCHORS, rate
+from palaestra.ladder.ratings import DEFAULT_ANCHORS, Rating, rate
 from palaestra.scoreboard import ladder_protocol as lp
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server.account_tables import User
@@ -26,12 +26,13 @@ from palaestra.scoreboard.server.ladder_db import LadderGame, LadderMatch, Ladde
 from palaestra.scoreboard.server.ladder_trust import claim_player_names
 
 __all__ = [
+    "derived_ratings",
     "game_object",
     "ladder_objects",
     "match_object",
     "player_object",
     "ratings_object",
-    "rerate",
+    "rerate_in_worker",
     "rerate_ladder",
     "store_match",
 ]
@@ -83,22 +84,37 @@ def store_match(session: Session, principal: Principal, match: CheckedMatch) -> 
     return row.id, True
 
 
-def rerate(session: Session, ladder: str) -> None:
-    """Derive ``ladder``'s ratings again from all its rated games."""
+def derived_ratings(session: Session, ladder: str) -> list[Rating]:
+    """``ladder``'s ratings, derived from all its rated games."""
     rows = session.execute(
         sa.select(LadderGame.black, LadderGame.white, LadderGame.winner).where(
             LadderGame.ladder == ladder, LadderGame.unrated.is_(None)
         )
     ).all()
-    ratings = rate([(black, white, _POINTS[winner][0]) for black, white, winner in rows], DEFAULT_ANCHORS)
-    session.execute(sa.delete(LadderRating).where(LadderRating.ladder == ladder))
-    session.add_all(LadderRating(ladder=ladder, **dataclasses.asdict(r)) for r in ratings)
+    return rate([(black, white, _POINTS[winner][0]) for black, white, winner in rows], DEFAULT_ANCHORS)
 
 
 def rerate_ladder(db: Database, ladder: str) -> None:
-    """:func:`rerate` in a transaction of its own (the background job of an upload)."""
+    """Derive ``ladder``'s ratings again and store them. The games are read and rated outside the write
+    transaction, which only replaces the rows: a reader that counts its hit (a write) never waits for
+    the rating (at 100,000 games a concurrent GET / waited some 0.8 s). A match added meanwhile is
+    rated by the derivation its own upload asks for, after this one."""
+    with db.read() as session:
+        ratings = derived_ratings(session, ladder)
     with db.write() as session:
-        rerate(session, ladder)
+        session.execute(sa.delete(LadderRating).where(LadderRating.ladder == ladder))
+        session.add_all(LadderRating(ladder=ladder, **dataclasses.asdict(r)) for r in ratings)
+
+
+def rerate_in_worker(database_url: str, ladder: str) -> None:
+    """:func:`rerate_ladder` in a worker process (:mod:`.ladder_work`), on a connection of its own:
+    reading 100,000 games is Python's work, and in the server's process it held the GIL from the
+    requests (a concurrent GET / waited some 0.8 s; bench/ladder_upload_stall.py)."""
+    db = Database(database_url)
+    try:
+        rerate_ladder(db, ladder)
+    finally:
+        db.dispose()
 
 
 def _web(base: str, path: str) -> str:

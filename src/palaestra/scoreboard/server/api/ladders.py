@@ -76,7 +76,8 @@ async def create_match(request: Request, principal: CurrentUser, state: State) -
     checked = checked_or_problem(await state.ladder_work.run(check_in_worker, upload))
     match_id, created = await run_blocking(state, _store, state, principal, checked, small=False)
     if created:
-        await state.ladder_work.rerate(checked.ladder, lambda ladder: ladders.rerate_ladder(state.db, ladder))
+        work, url = state.ladder_work, state.config.database_url
+        await work.rerate(checked.ladder, lambda ladder: work.call(ladders.rerate_in_worker, url, ladder))
     base = base_url(state, request)
     return await run_blocking(state, _match_answer, state, match_id, base, 201 if created else 200, small=False)
 
