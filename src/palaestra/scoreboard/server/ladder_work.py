@@ -25,6 +25,7 @@ import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from palaestra.scoreboard.server.background import BackgroundJobs
@@ -74,13 +75,29 @@ class LadderWork:
             pool = self._pool
         return pool.submit(function, *args)
 
+    def _broken(self) -> None:
+        """A worker died (killed, or crashed on what it ran): the next call starts a new pool."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
     async def run(self, function: Callable[..., _T], *args: Any) -> _T:
-        """``function(*args)`` in a worker process (both picklable: a module's function and plain data)."""
-        return await asyncio.wrap_future(self._submit(function, *args))
+        """``function(*args)`` in a worker process (both picklable: a module's function and plain data);
+        :class:`~concurrent.futures.process.BrokenProcessPool` if its worker died."""
+        try:
+            return await asyncio.wrap_future(self._submit(function, *args))
+        except BrokenProcessPool:
+            self._broken()
+            raise
 
     def call(self, function: Callable[..., _T], *args: Any) -> _T:
         """:meth:`run` for a thread that may wait (the background worker's)."""
-        return self._submit(function, *args).result()
+        try:
+            return self._submit(function, *args).result()
+        except BrokenProcessPool:
+            self._broken()
+            raise
 
     async def rerate(self, ladder: str, derive: Callable[[str], Any], wait_s: float = RERATE_WAIT_S) -> bool:
         """Have ``derive(ladder)`` run in the background after this call; whether it finished within

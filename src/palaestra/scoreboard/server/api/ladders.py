@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures.process import BrokenProcessPool
+
 import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
@@ -73,7 +75,14 @@ async def create_match(request: Request, principal: CurrentUser, state: State) -
     upload = await _upload_body(request, state)
     players = match_players(upload)
     await run_blocking(state, _check_names, state, principal, players)
-    checked = checked_or_problem(await state.ladder_work.run(check_in_worker, upload))
+    try:
+        checked = checked_or_problem(await state.ladder_work.run(check_in_worker, upload))
+    except BrokenProcessPool:
+        raise Problem(
+            503, "The process checking this upload stopped before it finished (killed, or crashed on one of its "
+            "games); nothing of the upload was stored. Send it again; if it stops again, one of its games is "
+            "the cause: upload the games in smaller matches to find it.",
+        ) from None
     match_id, created = await run_blocking(state, _store, state, principal, checked, small=False)
     if created:
         work, url = state.ladder_work, state.config.database_url
