@@ -159,7 +159,9 @@ def test_a_resignation_after_one_move_is_stored_and_shown_but_not_rated(server: 
     with server.client() as client:
         page = client.get(f"/ladders/games/{games[0]['id']}").text
         listed = client.get(f"/v1/ladder_games/{games[1]['id']}").json()
+        ladder_page = client.get(f"/ladders/{LADDER}").text
     assert "Not rated: 1 stones placed" in page
+    assert "more checked and\nstored but not rated" in ladder_page and "not rated</span>" in ladder_page
     lp.GameObject.model_validate(listed)
     assert listed["rated"] is False and "fewer than the 21" in listed["unrated_reason"]
 
@@ -255,3 +257,14 @@ def test_an_exported_board_keeps_its_names_owners_and_unrated_games(scoreboard_f
         assert stolen.status_code == 403 and "belongs to the user 'owner'" in stolen.json()["detail"]
     finally:
         new.stop()
+
+
+def test_a_ladder_whose_games_are_all_unrated_is_shown_without_ratings(server: ScoreboardServer) -> None:
+    text = to_sgf(GameRecord("Go", 7, "seven-a", "seven-b", ["D4"], "black", "resignation", komi=7.5))
+    body = {"match": _document("seven-a", "seven-b", ["game-0001.sgf"], size=7), "games": {"game-0001.sgf": text}}
+    assert _post(server, body, server.create_user("seven")).status_code == 201
+    ratings = _ratings(server, "Go7x7-komi7.5")
+    assert (ratings["games"], ratings["unrated_games"], ratings["ratings"]) == (0, 1, [])
+    with server.client() as client:
+        page = client.get("/ladders/Go7x7-komi7.5")
+    assert page.status_code == 200 and "0 rated games (1 more" in page.text

@@ -166,8 +166,6 @@ def ratings_object(session: Session, ladder: str) -> lp.RatingsObject | None:
     rows = session.scalars(
         sa.select(LadderRating).where(LadderRating.ladder == ladder).order_by(LadderRating.rating.desc())
     ).all()
-    if not rows:
-        return None
     counts = dict(
         session.execute(
             sa.select(LadderGame.unrated.is_(None), sa.func.count()).where(LadderGame.ladder == ladder).group_by(
@@ -175,6 +173,8 @@ def ratings_object(session: Session, ladder: str) -> lp.RatingsObject | None:
             )
         ).all()
     )
+    if not counts:  # no game on this ladder (a ladder whose games are all unrated has no ratings yet)
+        return None
     anchor = next((r.player for r in rows if r.is_anchor), None)
     return lp.RatingsObject(
         ladder=ladder, anchor=anchor, games=counts.get(True, 0), unrated_games=counts.get(False, 0),
