@@ -196,6 +196,7 @@ def test_sgf_from_the_wild_is_accepted(server: ScoreboardServer, tmp_path: Path)
     assert response.json()["games"][0]["result"] == result.split("+")[0] + "+"
 
 
+@pytest.mark.slow
 def test_match_uploads_are_rate_limited(scoreboard_factory: Any, tmp_path: Path) -> None:
     limited = scoreboard_factory(env={"PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR": "2"})
     body = _resigned("rate-a", "rate-b", ["E5"])
@@ -208,6 +209,7 @@ def test_match_uploads_are_rate_limited(scoreboard_factory: Any, tmp_path: Path)
     assert int(refused.headers["Retry-After"]) >= 1 and "Too many match uploads" in refused.json()["detail"]
 
 
+@pytest.mark.slow
 def test_a_large_upload_being_checked_does_not_hold_other_requests(server: ScoreboardServer, tmp_path: Path) -> None:
     # 250 copies of a 19x19 game (some 3 MB), the last one forged: the server replays them all, then
     # refuses the upload. A page asked for once the body is sent must be answered before that refusal.
@@ -237,6 +239,7 @@ def test_a_large_upload_being_checked_does_not_hold_other_requests(server: Score
     assert order == ["page 200", "upload 422"]
 
 
+@pytest.mark.slow
 def test_an_exported_board_keeps_its_names_owners_and_unrated_games(scoreboard_factory: Any, tmp_path: Path) -> None:
     old = scoreboard_factory()
     owner = old.create_user("owner")
