@@ -13,6 +13,8 @@ upload client and the built-in agents. Everything else is an extra (``pyproject.
 ``pettingzoo`` the two-player board games as PettingZoo environments
 ``ray``        benchmark runs on a Ray cluster
 ``envpool``    EnvPool's C++ vector envs (the vector Monitor reads their task ids)
+``tensorboard`` ``palaestra import tensorboard`` (TensorBoard's reader of event files)
+``export``     the scoreboard's results as parquet (pyarrow)
 ``all``        all of the above but ``ray`` and ``envpool``
 =============  =====================================================================
 
@@ -44,6 +46,8 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "pettingzoo": ("pettingzoo",),
     "ray": ("ray",),
     "envpool": ("envpool",),
+    "tensorboard": ("tensorboard",),
+    "export": ("pyarrow",),
 }
 
 _EXTRA_OF_MODULE = {module: extra for extra, modules in EXTRA_MODULES.items() for module in modules}

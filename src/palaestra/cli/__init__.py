@@ -36,6 +36,7 @@ COMMAND_MODULES = (
     "login",
     "upload",
     "import_",
+    "export",
     "benchmark",
     "match",
     "anchors",

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+import threading
 from typing import Any
 
 from palaestra.errors import ConfigurationError
@@ -38,6 +40,12 @@ def register(subparsers: Any) -> None:
         type=float,
         default=None,
         help="with --follow: seconds between two reads of DIR (default 5)",
+    )
+    parser.add_argument(
+        "--while-parent-runs",
+        action="store_true",
+        help="with --follow: stop following, without sealing, once the process that started this one ends "
+        "(its end of standard input closes); Monitor(live=True) starts its follower so",
     )
     parser.add_argument(
         "--seal",
@@ -198,13 +206,32 @@ def _follow(args: argparse.Namespace) -> int:
         follower = Follower(
             client, args.directory, interval=interval, algorithm=args.algorithm, writeup=args.writeup
         )
+        if args.while_parent_runs:
+            threading.Thread(target=_stop_when_stdin_closes, args=(follower,), daemon=True).start()
         sealed = follower.follow()
+    if sealed is None or sealed.status != "sealed":  # stopped: the recording process ended, unclosed
+        what = (
+            "nothing was recorded"
+            if sealed is None
+            else f"its live evaluation {sealed.id} shows as abandoned; 'palaestra upload --seal {sealed.id}' "
+            "makes it an evaluation"
+        )
+        print(f"Stopped following {args.directory}: the process that recorded it ended ({what}).", file=sys.stderr)
+        return 1
     return _print_sealed(args, client, sealed)
+
+
+def _stop_when_stdin_closes(follower: Any) -> None:
+    """``--while-parent-runs``: standard input is a pipe that the parent never writes to; it reads as
+    closed once the parent ended, however it ended."""
+    while sys.stdin.buffer.read(65536):
+        pass
+    follower.stop()
 
 
 def _seal(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
-    from palaestra.scoreboard.live_protocol import LiveEvaluationObject
+    from palaestra.scoreboard.protocol.live import LiveEvaluationObject
 
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
         sealed = client.http.call(LiveEvaluationObject, "POST", f"/v1/live_evaluations/{args.seal}/seal")

@@ -15,7 +15,7 @@ ratings only if it is plausible as a contest (:func:`unrated_reason` says why no
 A resignation after one move is a legal game, but it says nothing about who is stronger, and forty
 of them could move a rating by a thousand points: such games are shown, marked, and not rated.
 These rules stop cheap games, not a forger who generates long ones: what stops forgery is who may
-upload games of which player (:mod:`palaestra.scoreboard.server.ladder_trust`).
+upload games of which player (:mod:`palaestra.scoreboard.server.ladders.trust`).
 
 :func:`game_digest` identifies a game by what was played (the ladder, the players, the moves, the
 result), not by its file's bytes, so that the same game uploaded again, by anyone, in any file, is

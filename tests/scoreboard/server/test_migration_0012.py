@@ -14,7 +14,7 @@ from alembic import command
 from palaestra.ladder.match import play_match, read_match, rules_of_env
 from palaestra.ladder.players import parse_player
 from palaestra.ladder.records import GameRecord, load_record, to_sgf
-from palaestra.scoreboard.server import migrate
+from palaestra.scoreboard.server.core import migrate
 
 _USERS = "INSERT INTO users (name, created) VALUES ('first', '2024-01-01 00:00:00'), ('second', '2024-01-01 00:00:00')"
 _MATCH = (

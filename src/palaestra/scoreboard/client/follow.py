@@ -13,8 +13,9 @@
   live evaluation: the server makes the evaluation an upload of the finished directory would make.
 - The live evaluation's id is kept in ``.palaestra-live.json`` in the directory (a name the 2017
   loader ignores), so a follower started again on the same directory continues the same one.
-- :func:`follow_in_background`: the same in a daemon thread of the training process, for runs that
-  should appear on the board by themselves.
+- :func:`follow_in_background`: the same in a daemon thread of the calling process, for a training
+  script that starts its follower itself (``Monitor(live=True)`` starts the command line's follower
+  in a process of its own instead, so that recording never imports this package).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from palaestra.monitoring.results import collapse_env_infos, read_stats_file
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.keys import idempotency_key
 from palaestra.scoreboard.client.session import ScoreboardClient
-from palaestra.scoreboard.live_protocol import (
+from palaestra.scoreboard.protocol.live import (
     LiveChunk,
     LiveChunkAnswer,
     LiveEvaluationCreate,
@@ -117,8 +118,9 @@ class Follower:
         self._stop = threading.Event()
 
     # -- the loop ------------------------------------------------------------------------------------
-    def follow(self) -> LiveEvaluationObject:
-        """Poll until every Monitor of the directory closed, then seal; the sealed live evaluation."""
+    def follow(self) -> LiveEvaluationObject | None:
+        """Poll until every Monitor of the directory closed, then seal; the sealed live evaluation (after
+        :meth:`stop`: the live evaluation as it stands, or None where nothing was sent yet)."""
         while not self._stop.is_set():
             try:
                 if self.poll_once():
@@ -133,7 +135,7 @@ class Follower:
             except _AlreadySealed as done:
                 return done.live
             self._stop.wait(self.interval)
-        return self.status()
+        return self.status() if self.live_id is not None else None
 
     def stop(self) -> None:
         self._stop.set()

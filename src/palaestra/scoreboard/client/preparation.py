@@ -41,14 +41,14 @@ from palaestra.monitoring.results import load_env_info_from_manifests, load_resu
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.keys import idempotency_key, sha256_file
 from palaestra.scoreboard.client.transport import short_error
-from palaestra.scoreboard.provenance_wire import Provenance
+from palaestra.scoreboard.protocol.batches import encode_episode_batch
+from palaestra.scoreboard.protocol.provenance import Provenance
 
 __all__ = [
     "PreparedDirectory",
     "check_benchmark",
     "check_open_monitors",
     "checked_provenance",
-    "encode_episode_batch",
     "prepare_benchmark_run",
     "prepare_training_directory",
     "subsample_videos",
@@ -105,33 +105,6 @@ def check_open_monitors() -> None:
             f"Still have an open monitor on {where}. You must run 'env.close()' before uploading. "
             "(Or pass ignore_open_monitors=True to upload what is recorded so far.)"
         )
-
-
-def episode_batch_document(results: Any, training_dir: str) -> dict[str, Any]:
-    """The episode-batch document, validated with the protocol's schema: exactly the 2017 keys, plus
-    ``env_index`` where the run's episodes came from more than one sub-environment of a vector env
-    (the scoreboard keeps it; a run all of sub-environment 0 sends what a 2017 client sent)."""
-    doc = {
-        "data_sources": results["data_sources"],
-        "episode_lengths": results["episode_lengths"],
-        "episode_rewards": results["episode_rewards"],
-        "episode_types": results["episode_types"],
-        "initial_reset_timestamps": results["initial_reset_timestamps"],
-        "timestamps": results["timestamps"],
-    }
-    if any(results.get("env_index") or ()):
-        doc["env_index"] = results["env_index"]
-    try:
-        protocol.parse_episode_batch(doc)
-    except protocol.EpisodeBatchError as e:
-        raise ResultsError(f"The episodes recorded in {training_dir} cannot be uploaded: {e}") from None
-    return doc
-
-
-def encode_episode_batch(results: Any, training_dir: str) -> bytes:
-    """The bytes of the episode batch that goes up for ``results``: also what the scoreboard stores
-    when it seals a live run (:mod:`palaestra.scoreboard.server.live`), so the two are the same bytes."""
-    return json.dumps(episode_batch_document(results, training_dir), separators=(",", ":")).encode("utf-8")
 
 
 def usable_videos(videos: Sequence[tuple[str, str]], training_dir: str) -> list[tuple[str, str]]:

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from palaestra.scoreboard import live_protocol, protocol
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.protocol import live as live_protocol
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,
@@ -66,7 +67,7 @@ def _ladder_routes(api: Contract, folder: Path) -> None:
     the user: the built-in players' own names are the anchors', reserved to operators)."""
     from palaestra.ladder.match import MatchRules, play_match, read_match
     from palaestra.ladder.players import parse_player
-    from palaestra.scoreboard import ladder_protocol as lp
+    from palaestra.scoreboard.protocol import ladder as lp
 
     play_match(MatchRules("Hex9x9-v0", "Hex", 9), parse_player("small=mcts:5"), parse_player("rnd=random"), 2, folder / "m")
     document = read_match(folder / "m")
@@ -137,6 +138,10 @@ def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: Score
         api.call("GET", "/v1/envs/{env_id}", protocol.EnvObject, path={"env_id": "CartPole-v0"})
         api.call("GET", "/v1/groups", protocol.ListPage[protocol.GroupObject])
         log = api.call("GET", "/v1/log", protocol.ListPage[protocol.LogEntryObject], params={"limit": 2})
+        for table in ("csv", "parquet"):  # the results table is bytes: its rows are tests/.../test_exports.py's
+            r = c.get(f"/v1/evaluations.{table}", params={"env": "CartPole-v1"})
+            assert r.status_code == 200 and r.content, r.text
+            api.called.add(("GET", f"/v1/evaluations.{table}"))
         blob = log["data"][0]["blobs"][0]  # the log's blob downloads are bytes, checked by their hash
         api.called.add(("GET", "/v1/log/{seq}/blobs/{index}"))
         assert hashlib.sha256(c.get(blob["url"]).content).hexdigest() == blob["sha256"]

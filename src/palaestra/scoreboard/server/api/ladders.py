@@ -1,8 +1,8 @@
 """``/v1/ladders``, ``/v1/ladder_matches``, ``/v1/ladder_games``: the board-game ladders.
 
 =========================================  =====================================================
-``POST /v1/ladder_matches``                a match folder (:class:`~palaestra.scoreboard.ladder_protocol.MatchUpload`):
-                                           its player names checked (:mod:`..ladder_trust`), every
+``POST /v1/ladder_matches``                a match folder (:class:`~palaestra.scoreboard.protocol.ladder.MatchUpload`):
+                                           its player names checked (:mod:`..ladders.trust`), every
                                            game replayed and checked in a worker process, all stored
                                            or none, the ladder rated again in the background
 ``GET  /v1/ladder_matches/{id}``           a match and its games
@@ -21,22 +21,23 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
-from palaestra.scoreboard import ladder_protocol as lp
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server import ladders
-from palaestra.scoreboard.server.api.common import answer, base_url, not_found
+from palaestra.scoreboard.protocol import ladder as lp
+from palaestra.scoreboard.server.accounts.auth import Principal
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.deps import run_blocking
-from palaestra.scoreboard.server.ladder_checks import (
+from palaestra.scoreboard.server.core.answers import answer
+from palaestra.scoreboard.server.core.deps import run_blocking
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.ladders import service as ladders
+from palaestra.scoreboard.server.ladders.checks import (
     CheckedMatch,
     check_in_worker,
     checked_or_problem,
     match_players,
 )
-from palaestra.scoreboard.server.ladder_trust import check_player_names, check_upload_rate
-from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.ladders.trust import check_player_names, check_upload_rate
+from palaestra.scoreboard.server.problems import Problem, not_found
 
 __all__ = ["router"]
 

@@ -1,8 +1,8 @@
-"""``/v1/live_evaluations``: runs followed while they train (:mod:`palaestra.scoreboard.live_protocol`).
+"""``/v1/live_evaluations``: runs followed while they train (:mod:`palaestra.scoreboard.protocol.live`).
 
 ``POST`` creates one (``Idempotency-Key`` honoured), ``GET /{id}`` reads it with each source's
 position (public, as evaluations are), ``POST /{id}/chunks`` appends one source's next episodes and
-``POST /{id}/seal`` makes its evaluation (:mod:`palaestra.scoreboard.server.live`).
+``POST /{id}/seal`` makes its evaluation (:mod:`palaestra.scoreboard.server.live.runs`).
 """
 
 from __future__ import annotations
@@ -11,19 +11,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Request, Response
 
-from palaestra.scoreboard.live_protocol import (
+from palaestra.scoreboard.protocol.live import (
     LiveChunk,
     LiveChunkAnswer,
     LiveEvaluationCreate,
     LiveEvaluationObject,
 )
-from palaestra.scoreboard.server import live
-from palaestra.scoreboard.server.api.common import answer, base_url
+from palaestra.scoreboard.server.accounts.auth import Principal
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State, json_body
-from palaestra.scoreboard.server.api.idempotency import Idempotency
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.deps import run_blocking
-from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.core.answers import Idempotency, answer
+from palaestra.scoreboard.server.core.deps import run_blocking
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.live import runs as live
 
 __all__ = ["router"]
 

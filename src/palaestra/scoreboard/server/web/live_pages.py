@@ -14,20 +14,20 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
+from palaestra import curves
 from palaestra.monitoring.results import merge_stats_documents
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.client.preparation import episode_batch_document
-from palaestra.scoreboard.live_protocol import live_web_path
-from palaestra.scoreboard.server import live
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.db import Evaluation
-from palaestra.scoreboard.server.db_base import snapshot
-from palaestra.scoreboard.server.deps import state_of
-from palaestra.scoreboard.server.evaluation_scoring import score_batch
-from palaestra.scoreboard.server.live_tables import LiveEvaluation
+from palaestra.scoreboard.protocol.batches import episode_batch_document
+from palaestra.scoreboard.protocol.live import live_web_path
+from palaestra.scoreboard.server.core.deps import state_of
+from palaestra.scoreboard.server.evaluations.derive import score_batch
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
+from palaestra.scoreboard.server.live import runs as live
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.records import EvaluationRecord
-from palaestra.scoreboard.server.web import curves
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.base import snapshot
+from palaestra.scoreboard.server.tables.live import LiveEvaluation
+from palaestra.scoreboard.server.tables.scores import Evaluation
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import database
 
