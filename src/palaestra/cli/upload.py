@@ -50,7 +50,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--seal",
         metavar="LIVE_ID",
-        help="seal a live evaluation of yours (one whose training process died) into an evaluation",
+        help="seal a live evaluation of yours (one whose training process died) into an evaluation; "
+        "given its DIR too, with its videos and provenance, as the follower seals",
     )
     parser.add_argument("--algorithm", metavar="ID", help="algorithm id or name (a new name creates one)")
     parser.add_argument("--writeup", metavar="URL", help="a URL describing the run")
@@ -204,7 +205,13 @@ def _follow(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--interval must be a positive number of seconds, not {interval}")
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
         follower = Follower(
-            client, args.directory, interval=interval, algorithm=args.algorithm, writeup=args.writeup
+            client,
+            args.directory,
+            interval=interval,
+            algorithm=args.algorithm,
+            writeup=args.writeup,
+            skip_videos=args.skip_videos,
+            send_provenance=not args.no_provenance,
         )
         if args.while_parent_runs:
             threading.Thread(target=_stop_when_stdin_closes, args=(follower,), daemon=True).start()
@@ -213,8 +220,8 @@ def _follow(args: argparse.Namespace) -> int:
         what = (
             "nothing was recorded"
             if sealed is None
-            else f"its live evaluation {sealed.id} shows as abandoned; 'palaestra upload --seal {sealed.id}' "
-            "makes it an evaluation"
+            else f"its live evaluation {sealed.id} shows as abandoned; 'palaestra upload --seal {sealed.id} "
+            f"{args.directory}' makes it an evaluation with its videos and provenance"
         )
         print(f"Stopped following {args.directory}: the process that recorded it ended ({what}).", file=sys.stderr)
         return 1
@@ -231,10 +238,17 @@ def _stop_when_stdin_closes(follower: Any) -> None:
 
 def _seal(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
-    from palaestra.scoreboard.protocol.live import LiveEvaluationObject
+    from palaestra.scoreboard.client.follow import seal_body
+    from palaestra.scoreboard.protocol.live import LiveEvaluationObject, LiveSeal
 
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
-        sealed = client.http.call(LiveEvaluationObject, "POST", f"/v1/live_evaluations/{args.seal}/seal")
+        # with its directory, the seal carries its videos and provenance, as the follower's does
+        body = (
+            seal_body(client, args.directory, args.seal, args.skip_videos, not args.no_provenance)
+            if args.directory
+            else LiveSeal()
+        )
+        sealed = client.http.call(LiveEvaluationObject, "POST", f"/v1/live_evaluations/{args.seal}/seal", body=body)
     return _print_sealed(args, client, sealed)
 
 

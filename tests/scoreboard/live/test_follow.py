@@ -140,6 +140,24 @@ def test_a_vector_monitor_with_live_true_is_sealed_when_it_closes_and_the_proces
     assert _evaluation(scoreboard_server, state["evaluation_id"])["score"]["number_episodes"] == recorded
 
 
+def test_monitor_live_prints_the_live_pages_url_once_and_names_the_run_after_the_env_and_directory(
+    scoreboard_server: ScoreboardServer, tmp_path: Path
+) -> None:
+    run = tmp_path / "cartpole-ppo"
+    env = {**scoreboard_server.env, "PALAESTRA_SERVER": scoreboard_server.url,
+           "PALAESTRA_API_KEY": scoreboard_server.api_key}  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", BACKGROUND_SCRIPT, str(run)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    live_id = live_id_of(run)
+    url = f"{scoreboard_server.url}/live/{live_id}"
+    assert result.stderr.count(url) == 1, result.stderr
+    assert f"Following {run} live at {url}" in result.stderr
+    state = live_state(scoreboard_server, str(live_id))
+    assert state["name"] == "CartPole-v1 · cartpole-ppo"
+
+
 KILLED_SCRIPT = r"""
 import sys, time
 import gymnasium as gym

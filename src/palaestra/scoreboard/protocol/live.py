@@ -28,20 +28,24 @@ from pydantic import Field, model_validator
 from palaestra.scoreboard.protocol import (
     MAX_ID_LENGTH,
     AlgorithmRef,
+    EpisodeLength,
     EpisodeType,
     FiniteFloat,
     Request,
     Response,
     WriteupURL,
 )
+from palaestra.scoreboard.protocol.provenance import Provenance
 
 __all__ = [
     "LIVE_ABANDONED_AFTER_S",
+    "MAX_CHUNK_BODY_BYTES",
     "MAX_CHUNK_EPISODES",
     "LiveChunk",
     "LiveChunkAnswer",
     "LiveEvaluationCreate",
     "LiveEvaluationObject",
+    "LiveSeal",
     "LiveStatus",
     "live_web_path",
 ]
@@ -49,17 +53,32 @@ __all__ = [
 #: A live run silent (no new episode) this long is shown as abandoned: 10 minutes, longer than any
 #: evaluation pause or checkpoint save seen in a training loop, short enough to spot a dead run.
 LIVE_ABANDONED_AFTER_S = 600
-#: The most episodes one chunk may carry (a follower sends at most this many per request; 1,000
-#: episodes are about 70 KB of JSON, well under the server's JSON body cap).
+#: The most episodes one chunk may carry (the follower sends at most 1,000 per request).
 MAX_CHUNK_EPISODES = 5000
+#: The longest episode one chunk can spell in JSON as the client writes it (``", "`` between values):
+#: a timestamp and a reward of 24 characters each (``-1.2345678901234567e+308``), a length below
+#: 2^63 (19 digits), a type (``"e"``) and a truncation flag (``false``), 85 bytes with their separators.
+MAX_EPISODE_JSON_BYTES = 96
+#: The body cap of ``POST /v1/live_evaluations/{id}/chunks``: a chunk of :data:`MAX_CHUNK_EPISODES`
+#: episodes of the longest spelling, with room for the keys and a source name of the longest.
+MAX_CHUNK_BODY_BYTES = MAX_CHUNK_EPISODES * MAX_EPISODE_JSON_BYTES + 8 * 1024
+#: The longest episode a chunk may carry (the counters are 64-bit integers).
+MAX_EPISODE_LENGTH = 2**63 - 1
 #: A source's name: the manifest's file name.
 MAX_SOURCE_NAME = 300
+#: A run's name (``LiveEvaluationCreate.name``).
+MAX_RUN_NAME = 300
 
 LiveStatus = Literal["in_progress", "abandoned", "sealing", "sealed"]
 
 
 def live_web_path(live_id: str) -> str:
     return f"/live/{live_id}"
+
+
+def live_chunks_path(live_id: str) -> str:
+    """The path chunks of ``live_id`` are posted to (under ``/v1``)."""
+    return f"/live_evaluations/{live_id}/chunks"
 
 
 class LiveEvaluationCreate(Request):
@@ -69,6 +88,9 @@ class LiveEvaluationCreate(Request):
     gym_version: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     algorithm: AlgorithmRef | None = None
     writeup: WriteupURL | None = None
+    #: the run's name on its page and in the lists (the follower gives the env id and the algorithm,
+    #: or the directory's name)
+    name: str | None = Field(default=None, max_length=MAX_RUN_NAME)
 
 
 class LiveChunk(Request):
@@ -79,7 +101,7 @@ class LiveChunk(Request):
     start: int = Field(ge=0)
     initial_reset_timestamp: FiniteFloat | None = None
     timestamps: list[FiniteFloat]
-    episode_lengths: list[int]
+    episode_lengths: list[EpisodeLength]
     episode_rewards: list[FiniteFloat]
     episode_types: list[EpisodeType] | None = None
     episode_truncated: list[bool] | None = None
@@ -91,9 +113,18 @@ class LiveChunk(Request):
             values = getattr(self, name)
             if values is not None and len(values) != n:
                 raise ValueError(f"{name} has {len(values)} entries but timestamps has {n}")
-        if any(length < 0 for length in self.episode_lengths):
-            raise ValueError("episode_lengths must not be negative")
+        if any(length < 0 or length > MAX_EPISODE_LENGTH for length in self.episode_lengths):
+            raise ValueError(f"episode_lengths must be between 0 and {MAX_EPISODE_LENGTH}")
         return self
+
+
+class LiveSeal(Request):
+    """``POST /v1/live_evaluations/{id}/seal``'s body (it may be empty): what an upload of the finished
+    directory carries besides its episodes (the server has those), so that the sealed evaluation equals
+    that upload in everything: its video archive (an uploaded file of purpose ``video``) and provenance."""
+
+    training_video: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
+    provenance: Provenance | None = None
 
 
 class LiveChunkAnswer(Response):
@@ -125,4 +156,6 @@ class LiveEvaluationObject(Response):
     recent_mean: float | None = None
     #: the evaluation it was sealed as
     evaluation_id: str | None = None
+    #: its name (None: the follower gave none)
+    name: str | None = None
     web_url: str | None = None

@@ -24,6 +24,7 @@ from palaestra.scoreboard.server.evaluations.records import (
     evaluation_record,
     evaluation_select,
 )
+from palaestra.scoreboard.server.live import twins
 from palaestra.scoreboard.server.problems import not_found
 from palaestra.scoreboard.server.tables.accounts import User
 from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation
@@ -83,6 +84,8 @@ async def create_evaluation(
     state: State,
 ) -> Response:
     """Create an evaluation from uploaded files; scored on ingest; atomic."""
-    return await run_blocking(state, create.create_evaluation, body, request, principal, state)
+    return await run_blocking(
+        state, create.create_evaluation, body, request, principal, state, twins.sealed_twin_answer
+    )
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "blob_path",
     "check_version",
     "read_manifest",
+    "refuse_links",
     "row_line",
     "row_values",
 ]
@@ -130,6 +131,20 @@ def row_values(table: ExportedTable, doc: Mapping[str, Any]) -> dict[str, Any]:
             value = datetime.fromisoformat(value)
         out[column.name] = value
     return out
+
+
+def refuse_links(folder: Path) -> None:
+    """:class:`ArchiveError` naming the first symbolic link in ``folder`` (the folder itself included):
+    an export holds files only, and a link would make an import or a verify read a file outside it
+    (``/etc/passwd`` as a blob, another board's records)."""
+    if folder.is_symlink():
+        raise ArchiveError(f"{folder} is a symbolic link: give the export's own folder ({folder.resolve()})")
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            raise ArchiveError(
+                f"{path} is a symbolic link (to {os.readlink(path)}): an export holds files only, so this one "
+                "was changed after it was made; refused, nothing was read from it"
+            )
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:

@@ -61,6 +61,8 @@ ENV_LIMITS = {
     "PALAESTRA_RATE_LIMIT_PENDING_FILES": "max_pending_files",
     "PALAESTRA_RATE_LIMIT_INVALID_KEYS": "invalid_keys_per_window",
     "PALAESTRA_RATE_LIMIT_ANONYMOUS_READS": "anonymous_reads_per_minute",
+    "PALAESTRA_RATE_LIMIT_LIVE_RUNS_PER_HOUR": "live_runs_per_hour",
+    "PALAESTRA_RATE_LIMIT_LIVE_CHUNKS_PER_MINUTE": "live_chunks_per_minute",
     "PALAESTRA_SESSION_TTL_S": "session_ttl_s",
     "PALAESTRA_INVITE_TTL_S": "invite_ttl_s",
     "PALAESTRA_GC_INTERVAL_S": "gc_interval_s",
@@ -80,6 +82,10 @@ DEFAULT_INVALID_KEYS_PER_WINDOW = 100
 #: GET/HEAD requests a minute from one address without a key or sign-in (:mod:`..guards.read_limits`): 20 a
 #: second, sustained, where a person browsing sends a few a minute (static files are not counted)
 DEFAULT_ANONYMOUS_READS_PER_MINUTE = 1200
+#: Live runs a user may start per hour: a benchmark of 60 tasks followed live, three times over.
+DEFAULT_LIVE_RUNS_PER_HOUR = 200
+#: Chunks a user may send per minute: 20 followers each sending 30 (30,000 episodes a minute each).
+DEFAULT_LIVE_CHUNKS_PER_MINUTE = 600
 
 
 def default_data_dir() -> Path:
@@ -118,6 +124,9 @@ class ServerConfig:
     #: reads (GET/HEAD) one client address may send per minute without an API key or a sign-in
     #: (0: no limit); 429 above it
     anonymous_reads_per_minute: int = DEFAULT_ANONYMOUS_READS_PER_MINUTE
+    #: live runs a user may create per hour, and chunks a user may send per minute (0: no limit)
+    live_runs_per_hour: int = DEFAULT_LIVE_RUNS_PER_HOUR
+    live_chunks_per_minute: int = DEFAULT_LIVE_CHUNKS_PER_MINUTE
     #: the upload-signing secret's file (``None``: ``upload-secret.json`` in the data folder; :mod:`.signing`)
     upload_secret_file: Path | None = None
     #: on SIGTERM/SIGINT, how long requests in flight may take to finish before they are cut off

@@ -9,8 +9,9 @@ when it arrived), :func:`_score` (solved statistics, the page's curves and the b
 to its env's aggregates and stores the idempotent answer. A server killed at any point leaves either
 the whole evaluation or none of it.
 
-Uploading the directory of a live run sealed before answers the evaluation the seal made
-(:func:`sealed_twin_answer`, with :data:`SEALED_TWIN_HEADER`), no new one.
+Uploading the directory of a live run sealed before answers the evaluation the seal made (with
+:data:`SEALED_TWIN_HEADER`), no new one: the caller passes the :data:`TwinFinder` that finds it
+(:func:`palaestra.scoreboard.server.live.twins.sealed_twin_answer`, a floor above this one).
 
 Answers render :class:`~palaestra.scoreboard.server.evaluations.records.EvaluationRecord`, as the web
 pages do.
@@ -19,6 +20,7 @@ pages do.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,17 +45,14 @@ from palaestra.scoreboard.server.evaluations.owners import find_algorithm, own_r
 from palaestra.scoreboard.server.evaluations.records import (
     EvaluationRecord,
     StoredVideo,
-    evaluation_record,
-    evaluation_select,
 )
 from palaestra.scoreboard.server.evaluations.uploads import ingest_remote
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.tables.base import snapshot, utcnow
-from palaestra.scoreboard.server.tables.live import LiveEvaluation
 from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation, upsert_env_stats
 from palaestra.scoreboard.server.tables.service import FileRecord
 
-__all__ = ["BATCH", "SEALED_TWIN_HEADER", "VIDEO", "create_evaluation", "sealed_twin_answer"]
+__all__ = ["BATCH", "SEALED_TWIN_HEADER", "VIDEO", "TwinFinder", "create_evaluation"]
 
 logger = logging.getLogger("palaestra.scoreboard.api")
 
@@ -69,12 +68,25 @@ _RUN_STATUS = sa.select(BenchmarkRun.status).where(BenchmarkRun.seq == sa.bindpa
 
 BATCH, VIDEO = "training_episode_batch", "training_video"
 
+#: On the answer to ``POST /v1/evaluations`` for the directory of a live run already sealed: the
+#: live run whose evaluation the answer is (200), no new one.
+SEALED_TWIN_HEADER = "Palaestra-Sealed-Live-Evaluation"
+
+#: ``(state, request, principal, env_id, batch_sha256, batch)``: the answer for an upload whose episodes
+#: a sealed live run of the caller's already made into an evaluation (with :data:`SEALED_TWIN_HEADER`),
+#: else None (:func:`palaestra.scoreboard.server.live.twins.sealed_twin_answer`).
+TwinFinder = Callable[[ServerState, Request, Principal, str | None, str | None, EpisodeBatch | None], Response | None]
+
 
 def create_evaluation(
-    body: protocol.EvaluationCreate, request: Request, principal: Principal, state: ServerState
+    body: protocol.EvaluationCreate,
+    request: Request,
+    principal: Principal,
+    state: ServerState,
+    find_twin: TwinFinder | None = None,
 ) -> Response:
     """What ``POST /v1/evaluations`` does, in this thread: the answer (201, or the stored answer of a
-    retried request, or the evaluation of a live run sealed before)."""
+    retried request, or, through ``find_twin``, the evaluation of a live run sealed before)."""
     if not body.env:
         raise Problem(
             400, "Missing required parameter 'env' (the env id the episodes were recorded on).", "env"
@@ -86,7 +98,7 @@ def create_evaluation(
     _check_benchmark_env(body.env, refs)
     content = _Content()
     try:
-        response = _score_and_insert(state, request, principal, body, idempotency, refs, content)
+        response = _score_and_insert(state, request, principal, body, idempotency, refs, content, find_twin)
     except BaseException:
         _delete_quietly(state, content.stored_keys)  # copies no evaluation references
         raise
@@ -108,9 +120,14 @@ def _score_and_insert(
     idempotency: Idempotency,
     refs: _References,
     content: _Content,
+    find_twin: TwinFinder | None,
 ) -> Response:
     _read_content(state, refs, content)
-    twin = None if refs.run else sealed_twin_answer(state, request, principal, body.env, content.batch_sha256)
+    twin = (
+        None
+        if refs.run or find_twin is None
+        else find_twin(state, request, principal, body.env, content.batch_sha256, content.batch)
+    )
     if twin is not None:
         return twin  # the directory of a live run sealed before: its evaluation, nothing new
     if content.batch is None or not content.batch.episode_lengths:
@@ -414,41 +431,3 @@ def _taken_file(session: Session, records: list[FileRecord], evaluation_id: str)
             return record
     return records[0]
 
-
-#: On the answer to ``POST /v1/evaluations`` for the directory of a live run already sealed: the
-#: evaluation the seal made (200), no new one.
-SEALED_TWIN_HEADER = "Palaestra-Sealed-Live-Evaluation"
-
-
-def sealed_twin_answer(
-    state: ServerState, request: Request, principal: Principal, env_id: str | None, batch_sha256: str | None
-) -> Response | None:
-    """The evaluation of the caller's sealed live run on ``env_id`` whose stored batch has ``batch_sha256``
-    (uploading a followed directory again after the seal maps to it), as the answer; else None."""
-    if batch_sha256 is None or not env_id:
-        return None
-    query = (
-        sa.select(Evaluation.id, LiveEvaluation.id)
-        .join(LiveEvaluation, LiveEvaluation.evaluation_id == Evaluation.id)
-        .where(
-            LiveEvaluation.user_seq == principal.user_seq,
-            LiveEvaluation.status == "sealed",
-            Evaluation.env_id == env_id,
-            Evaluation.episode_batch_sha256 == batch_sha256,
-        )
-        .limit(1)
-    )
-    with state.db.read() as session:
-        found = session.execute(query).first()
-        if found is None:
-            return None
-        row = session.execute(evaluation_select().where(Evaluation.id == found[0])).first()
-    if row is None:
-        return None
-    body = evaluation_record(row).to_object(state.config.base_url(str(request.base_url)))
-    return Response(
-        body.model_dump_json(),
-        status_code=200,
-        media_type="application/json",
-        headers={SEALED_TWIN_HEADER: found[1]},
-    )

@@ -1,6 +1,7 @@
 """Request body limits, enforced before a body is read into memory.
 
-- :data:`MAX_JSON_BODY_BYTES`: every ``/v1`` route that takes a JSON body (and any other route);
+- :data:`MAX_JSON_BODY_BYTES`: every ``/v1`` route that takes a JSON body (and any other route), but
+  a match upload's and a live run's chunk (:data:`palaestra.scoreboard.protocol.live.MAX_CHUNK_BODY_BYTES`);
 - the configured upload maximum (plus :data:`FORM_OVERHEAD_BYTES` of multipart framing) for the
   upload forms at ``/v1/uploads/{file_id}``, whose handler then holds each file to its own cap.
 
@@ -20,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.protocol.ladder import LADDER_MATCHES_PATH, MAX_MATCH_BODY_BYTES
+from palaestra.scoreboard.protocol.live import MAX_CHUNK_BODY_BYTES
 from palaestra.scoreboard.server.core.config import ServerConfig
 from palaestra.scoreboard.server.problems import Problem, error_response
 
@@ -34,6 +36,7 @@ FORM_OVERHEAD_BYTES = 64 * 1024
 _UPLOADS = f"{API_PREFIX}/uploads/"
 #: A match upload carries its game records in its JSON body (palaestra.scoreboard.protocol.ladder).
 _LADDER_MATCHES = f"{API_PREFIX}{LADDER_MATCHES_PATH}"
+_LIVE = f"{API_PREFIX}/live_evaluations/"
 
 
 def body_limit(config: ServerConfig, path: str) -> int:
@@ -42,6 +45,8 @@ def body_limit(config: ServerConfig, path: str) -> int:
         return max(config.max_episode_batch_bytes, config.max_video_archive_bytes) + FORM_OVERHEAD_BYTES
     if path == _LADDER_MATCHES:
         return MAX_MATCH_BODY_BYTES
+    if path.startswith(_LIVE) and path.endswith("/chunks"):  # a chunk of the protocol's most episodes
+        return MAX_CHUNK_BODY_BYTES
     return MAX_JSON_BODY_BYTES
 
 

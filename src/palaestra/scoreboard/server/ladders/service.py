@@ -20,6 +20,7 @@ from palaestra.scoreboard.protocol import ladder as lp
 from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.core.database import Database
 from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.evaluations import scorelog
 from palaestra.scoreboard.server.ladders.checks import CheckedMatch
 from palaestra.scoreboard.server.ladders.trust import claim_player_names
 from palaestra.scoreboard.server.tables.accounts import User
@@ -81,6 +82,7 @@ def store_match(session: Session, principal: Principal, match: CheckedMatch) -> 
             )
         )  # fmt: skip
     session.flush()
+    scorelog.append_ladder_match(session, row.id)  # in the log exactly when it is on the board
     return row.id, True
 
 
@@ -104,6 +106,8 @@ def rerate_ladder(db: Database, ladder: str) -> None:
     with db.write() as session:
         session.execute(sa.delete(LadderRating).where(LadderRating.ladder == ladder))
         session.add_all(LadderRating(ladder=ladder, **dataclasses.asdict(r)) for r in ratings)
+        session.flush()
+        scorelog.append_ladder_ratings(session, ladder)  # verify holds the table to the latest such entry
 
 
 def rerate_in_worker(database_url: str, ladder: str) -> None:

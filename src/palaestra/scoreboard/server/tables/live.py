@@ -4,8 +4,10 @@
   ``sealed``; *abandoned* is derived from ``last_episode_at``), the counters kept current by every
   chunk, and once sealed the evaluation it became;
 - ``live_sources``: each source's (manifest's) next expected episode index and first reset time;
-- ``live_chunks``: every chunk applied, its episodes as arrays, appended as they arrive: the episode
-  table is derived once, at ingest, and sealing and the pages read it back from here, never from blobs.
+- ``live_chunks``: every chunk applied, its episodes as arrays, appended as they arrive: sealing reads
+  them back from here, never from blobs;
+- ``live_derived``: what the pages show of the run, derived as each chunk is applied
+  (:mod:`palaestra.scoreboard.server.live.derived`; migration ``0014_live_derived``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from palaestra.scoreboard.server.tables.base import Base, utcnow
 
-__all__ = ["LiveChunkRecord", "LiveEvaluation", "LiveSource"]
+__all__ = ["LiveChunkRecord", "LiveDerived", "LiveEvaluation", "LiveSource"]
 
 
 class LiveEvaluation(Base):
@@ -36,6 +38,8 @@ class LiveEvaluation(Base):
     #: the algorithm's id or name, as the follower gave it (resolved when sealed, as an upload's is)
     algorithm_ref: Mapped[str | None] = mapped_column(sa.String(200), default=None)
     writeup: Mapped[str | None] = mapped_column(sa.Text, default=None)
+    #: what the follower named the run (its env id and algorithm, or its directory)
+    name: Mapped[str | None] = mapped_column(sa.String(300), default=None)
     #: in_progress -> sealing -> sealed
     status: Mapped[str] = mapped_column(sa.String(20), default="in_progress")
     episodes: Mapped[int] = mapped_column(default=0)
@@ -75,3 +79,14 @@ class LiveChunkRecord(Base):
     arrays: Mapped[dict[str, Any]] = mapped_column()
 
 
+class LiveDerived(Base):
+    """A live run's derivation: ``state`` (what the next chunk continues from, packed by
+    :func:`palaestra.scoreboard.server.live.derived.pack`) and ``view`` (the JSON text its page, its
+    JSON and compare read), as of ``episodes`` episodes."""
+
+    __tablename__ = "live_derived"
+
+    live_seq: Mapped[int] = mapped_column(sa.ForeignKey("live_evaluations.seq"), primary_key=True)
+    episodes: Mapped[int] = mapped_column(sa.Integer)
+    state: Mapped[bytes] = mapped_column(sa.LargeBinary)
+    view: Mapped[str] = mapped_column(sa.Text)
