@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from palaestra.errors import Error
 from palaestra.scoreboard.server.tables.accounts import ApiKey, User
 from palaestra.scoreboard.server.tables.base import Base, UTCDateTime
-from palaestra.scoreboard.server.tables.ladders import LadderGame, LadderMatch, LadderRating
+from palaestra.scoreboard.server.tables.ladders import LadderGame, LadderMatch, LadderPlayer, LadderRating
 from palaestra.scoreboard.server.tables.live import LiveChunkRecord, LiveEvaluation, LiveSource
 from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, EnvStats, Evaluation
 from palaestra.scoreboard.server.tables.service import FileRecord, ScoreLogEntry
@@ -96,6 +96,7 @@ TABLES = (
     ExportedTable(ScoreLogEntry),
     # the board-game ladders (games are stored as their records' text, no blob) and live runs
     ExportedTable(LadderMatch),
+    ExportedTable(LadderPlayer),
     ExportedTable(LadderGame),
     ExportedTable(LadderRating),
     ExportedTable(LiveEvaluation),

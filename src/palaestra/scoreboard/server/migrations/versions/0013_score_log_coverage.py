@@ -20,7 +20,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0013_score_log_coverage"
-down_revision = "0011_nulls_last_indexes"
+down_revision = "0012_ladder_trust"
 branch_labels = None
 depends_on = None
 
