@@ -53,7 +53,7 @@ def board(tmp_path_factory: pytest.TempPathFactory) -> Board:
     games = {g["file"]: (folder / g["file"]).read_text() for g in document["games"]}
     server = ScoreboardServer(root / "board").start()
     try:
-        key = server.create_user("owner")
+        key = server.create_user("owner", operator=True)  # its match names the anchor 'random'
         with server.client() as c:
             c.headers["Authorization"] = f"Bearer {key}"
             evaluation = upload_evaluation(
