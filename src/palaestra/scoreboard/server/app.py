@@ -21,6 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from palaestra._version import __version__
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server import api, logs, problems, web
+from palaestra.scoreboard.server.agent_worker import EmbeddedWorkers
 from palaestra.scoreboard.server.api.deps import add_request_bodies
 from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
 from palaestra.scoreboard.server.config import ServerConfig, resolve_config
@@ -68,12 +69,17 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
                 cfg.idempotency_ttl_s,
                 cfg.unused_file_ttl_s,
             ).start()
+        workers = None
+        if cfg.embedded_workers > 0 and not cfg.read_only:  # agents the board evaluates (agent_worker)
+            workers = EmbeddedWorkers(scoreboard, cfg.embedded_workers).start()
         logger.info(
             "palaestra scoreboard: database %s, storage %s", _safe_url(cfg.database_url), cfg.storage_url
         )
         try:
             yield
         finally:
+            if workers is not None:
+                workers.stop()
             if cleaner is not None:
                 cleaner.stop()
             if own:

@@ -2,7 +2,8 @@
 
 - :data:`MAX_JSON_BODY_BYTES`: every ``/v1`` route that takes a JSON body (and any other route);
 - the configured upload maximum (plus :data:`FORM_OVERHEAD_BYTES` of multipart framing) for the
-  upload forms at ``/v1/uploads/{file_id}``, whose handler then holds each file to its own cap.
+  upload forms at ``/v1/uploads/{file_id}``, whose handler then holds each file to its own cap, and
+  ``max_agent_bytes`` (plus the framing) for an agent's form at ``/v1/agents``.
 
 :class:`BodyLimitMiddleware` answers 413 at once when the ``Content-Length`` says the body is too
 large, and otherwise counts the bytes as the app receives them, stopping with a 413 the moment the
@@ -18,6 +19,7 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from palaestra.scoreboard.agent_protocol import AGENTS_PATH
 from palaestra.scoreboard.ladder_protocol import LADDER_MATCHES_PATH, MAX_MATCH_BODY_BYTES
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server.config import ServerConfig
@@ -34,6 +36,8 @@ FORM_OVERHEAD_BYTES = 64 * 1024
 _UPLOADS = f"{API_PREFIX}/uploads/"
 #: A match upload carries its game records in its JSON body (palaestra.scoreboard.ladder_protocol).
 _LADDER_MATCHES = f"{API_PREFIX}{LADDER_MATCHES_PATH}"
+#: An agent upload is a form of its .onnx file and descriptor (palaestra.scoreboard.agent_protocol).
+_AGENTS = f"{API_PREFIX}{AGENTS_PATH}"
 
 
 def body_limit(config: ServerConfig, path: str) -> int:
@@ -42,6 +46,8 @@ def body_limit(config: ServerConfig, path: str) -> int:
         return max(config.max_episode_batch_bytes, config.max_video_archive_bytes) + FORM_OVERHEAD_BYTES
     if path == _LADDER_MATCHES:
         return MAX_MATCH_BODY_BYTES
+    if path == _AGENTS:
+        return config.max_agent_bytes + FORM_OVERHEAD_BYTES
     return MAX_JSON_BODY_BYTES
 
 

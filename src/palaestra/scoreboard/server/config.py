@@ -69,6 +69,11 @@ ENV_LIMITS = {
     "PALAESTRA_MIN_FREE_BYTES": "min_free_bytes",
     "PALAESTRA_UNUSED_FILE_TTL_S": "unused_file_ttl_s",
     "PALAESTRA_LIVE_ABANDONED_AFTER_S": "live_abandoned_after_s",
+    "PALAESTRA_EMBEDDED_WORKERS": "embedded_workers",
+    "PALAESTRA_MAX_AGENT_BYTES": "max_agent_bytes",
+    "PALAESTRA_RATE_LIMIT_AGENTS_PER_HOUR": "agents_per_hour",
+    "PALAESTRA_AGENT_LEASE_S": "agent_lease_s",
+    "PALAESTRA_AGENT_MAX_ATTEMPTS": "agent_max_attempts",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -80,6 +85,13 @@ DEFAULT_INVALID_KEYS_PER_WINDOW = 100
 #: GET/HEAD requests a minute from one address without a key or sign-in (:mod:`.read_limits`): 20 a
 #: second, sustained, where a person browsing sends a few a minute (static files are not counted)
 DEFAULT_ANONYMOUS_READS_PER_MINUTE = 1200
+#: Agent evaluations (:mod:`.agent_jobs`): the largest ``.onnx`` file accepted (a CleanRL Atari network is
+#: 7 MB), agents a user may upload per hour, how long a worker's lease lasts without a heartbeat (it
+#: renews it every quarter of that), and how many workers may die on a job before it fails.
+DEFAULT_MAX_AGENT_BYTES = 64 * 1024 * 1024
+DEFAULT_AGENTS_PER_HOUR = 30
+DEFAULT_AGENT_LEASE_S = 60
+DEFAULT_AGENT_MAX_ATTEMPTS = 3
 
 
 def default_data_dir() -> Path:
@@ -150,6 +162,13 @@ class ServerConfig:
     #: render a still of an installed env that has no picture from a video (the static mirror does not:
     #: hundreds of envs rendered on the exporting machine would be that machine's, not the board's)
     render_env_pictures: bool = True
+    #: agent-evaluation workers the server runs in its own process (threads; 0: none, e.g. when
+    #: ``palaestra worker`` runs elsewhere); the rest of the agent settings: see the defaults above
+    embedded_workers: int = 1
+    max_agent_bytes: int = DEFAULT_MAX_AGENT_BYTES
+    agents_per_hour: int = DEFAULT_AGENTS_PER_HOUR
+    agent_lease_s: int = DEFAULT_AGENT_LEASE_S
+    agent_max_attempts: int = DEFAULT_AGENT_MAX_ATTEMPTS
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -26,7 +26,7 @@ MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 PG_LOCK_KEY = 0x70616C6165737472
 #: The newest revision in ``migrations/versions`` (a test checks it), so that a database already at
 #: it is recognised without importing Alembic.
-SCHEMA_HEAD = "0011_nulls_last_indexes"
+SCHEMA_HEAD = "0015_agent_jobs"
 
 
 def alembic_config(url: str) -> Config:

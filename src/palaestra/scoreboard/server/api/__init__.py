@@ -9,6 +9,7 @@ The route table, one router per resource:
 ``POST /v1/uploads/{file_id}``         :mod:`.uploads` (the form's ``post_url``: the bytes, ingested)
 ``POST /v1/evaluations``, ``GET``      :mod:`.evaluations` (scored on creation, atomically)
 ``/v1/live_evaluations`` (+ chunks)    :mod:`.live` (runs followed while they train)
+``POST /v1/agents``, ``GET`` one       :mod:`.agents` (agents the board evaluates itself: jobs)
 ``/v1/benchmark_runs`` (+ ``/commit``)  :mod:`.benchmark_runs`
 ``/v1/algorithms``                     :mod:`.algorithms`
 ``/v1/envs``, ``/v1/groups``           :mod:`.envs`
@@ -28,6 +29,7 @@ from fastapi import APIRouter, FastAPI
 
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server.api import (
+    agents,
     algorithms,
     benchmark_runs,
     envs,
@@ -46,7 +48,7 @@ __all__ = ["ROUTERS", "include"]
 ROUTERS: tuple[APIRouter, ...] = tuple(
     resource.router
     for resource in (
-        health, files, uploads, evaluations, live, benchmark_runs, algorithms, envs, ladders, log
+        health, files, uploads, evaluations, live, agents, benchmark_runs, algorithms, envs, ladders, log
     )
 )
 

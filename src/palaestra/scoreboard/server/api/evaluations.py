@@ -14,6 +14,7 @@ Answers render :class:`~palaestra.scoreboard.server.records.EvaluationRecord`, a
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -55,7 +56,7 @@ from palaestra.scoreboard.server.service_tables import FileRecord
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobNotFound, FileStore
 
-__all__ = ["create_evaluation_now", "router"]
+__all__ = ["Extra", "create_evaluation_now", "router"]
 
 router = APIRouter(prefix="/evaluations", tags=["evaluations"])
 logger = logging.getLogger("palaestra.scoreboard.api")
@@ -121,15 +122,34 @@ async def create_evaluation(
     return await run_blocking(state, _create_evaluation, body, request, principal, state)
 
 
+@dataclass(frozen=True)
+class Extra:
+    """What a caller of :func:`create_evaluation_now` adds to the evaluation: ``columns`` of its row, and
+    ``within(session, evaluation_id)``, run in its insert's transaction (raising rolls it all back).
+    The board's own agent evaluations are marked verified so (:mod:`..agent_worker`)."""
+
+    columns: dict[str, Any]
+    within: Callable[[Session, str], None]
+
+
 def create_evaluation_now(
-    body: protocol.EvaluationCreate, request: Request, principal: Principal, state: ServerState
+    body: protocol.EvaluationCreate,
+    request: Request,
+    principal: Principal,
+    state: ServerState,
+    extra: Extra | None = None,
 ) -> Response:
-    """What ``POST /v1/evaluations`` does, in this thread (sealing a live run makes its evaluation so)."""
-    return _create_evaluation(body, request, principal, state)
+    """What ``POST /v1/evaluations`` does, in this thread (sealing a live run makes its evaluation so,
+    and a worker the evaluation of an agent it ran, with ``extra``)."""
+    return _create_evaluation(body, request, principal, state, extra)
 
 
 def _create_evaluation(
-    body: protocol.EvaluationCreate, request: Request, principal: Principal, state: ServerState
+    body: protocol.EvaluationCreate,
+    request: Request,
+    principal: Principal,
+    state: ServerState,
+    extra: Extra | None = None,
 ) -> Response:
     if not body.env:
         raise Problem(
@@ -142,7 +162,7 @@ def _create_evaluation(
     _check_benchmark_env(body.env, refs)
     content = _Content()
     try:
-        response = _score_and_insert(state, request, principal, body, idempotency, refs, content)
+        response = _score_and_insert(state, request, principal, body, idempotency, refs, content, extra)
     except BaseException:
         _delete_quietly(state, content.stored_keys)  # copies no evaluation references
         raise
@@ -164,9 +184,10 @@ def _score_and_insert(
     idempotency: Idempotency,
     refs: _References,
     content: _Content,
+    extra: Extra | None = None,
 ) -> Response:
     _read_content(state, refs, content)
-    twin = None if refs.run else sealed_twin_answer(state, request, principal, body.env, content.batch_sha256)
+    twin = None if refs.run or extra else sealed_twin_answer(state, request, principal, body.env, content.batch_sha256)
     if twin is not None:
         return twin  # the directory of a live run sealed before: its evaluation, nothing new
     if content.batch is None or not content.batch.episode_lengths:
@@ -180,7 +201,7 @@ def _score_and_insert(
     videos = [v.stored() for v in content.videos]
     content.blobs = scorelog.evaluation_blobs(state.store, content.batch_key, content.batch_sha256, videos)
     new = _NewEvaluation(
-        new_id("evaluation"), body, principal, refs, content, scored, base_url(state, request)
+        new_id("evaluation"), body, principal, refs, content, scored, base_url(state, request), extra
     )
     return idempotency.create(state.db, lambda session: _insert(state, session, new))
 
@@ -378,6 +399,7 @@ class _NewEvaluation:
     content: _Content
     scoring: EvaluationScoring
     base_url: str
+    extra: Extra | None = None
 
 
 def _insert(
@@ -405,9 +427,12 @@ def _insert(
         "created": now,
         **_provenance_columns(env_id, new.body.provenance),
         **scoring.columns(),
+        **(new.extra.columns if new.extra else {}),
     }
     inserted = session.connection().execute(_INSERT_EVALUATION, values).inserted_primary_key
     assert inserted is not None  # a single-row INSERT
+    if new.extra is not None:
+        new.extra.within(session, new.id)
     _claim_files(session, refs, new.content.file_updates, new.id)
     if refs.run is not None and session.scalar(_RUN_STATUS, {"run_seq": refs.run.seq}) == "committed":
         raise Problem(409, f"Benchmark run {refs.run.id} was committed meanwhile.", "benchmark_run_id")

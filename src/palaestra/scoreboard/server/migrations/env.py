@@ -9,11 +9,18 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context
 
-from palaestra.scoreboard.server import account_tables, db, ladder_db, live_tables, service_tables
+from palaestra.scoreboard.server import (
+    account_tables,
+    agent_tables,
+    db,
+    ladder_db,
+    live_tables,
+    service_tables,
+)
 from palaestra.scoreboard.server.db_base import Base
 
 #: every module that defines tables: importing them puts their tables in ``Base.metadata``
-TABLE_MODULES = (account_tables, db, ladder_db, live_tables, service_tables)
+TABLE_MODULES = (account_tables, agent_tables, db, ladder_db, live_tables, service_tables)
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,0 +1,347 @@
+"""The worker that evaluates uploaded agents: ``palaestra worker``, and the one ``palaestra server`` runs.
+
+One job at a time (:meth:`AgentWorker.run_once`):
+
+1. claim the oldest queued job (:func:`.agent_jobs.claim_next`: atomic, with a lease);
+2. fetch its artifact from the store (its sha256 checked) and write its descriptor beside it;
+3. run it with :func:`palaestra.agents.sandbox.run_sandboxed` on the job's seeds, into a training
+   directory recorded by palaestra's own Monitor (with video). Meanwhile a heartbeat renews the lease
+   every quarter of it, and each finished episode's return is recorded (the job's page shows them);
+4. a failed run (refused, killed at a limit, crashed) fails the job with its reason and log tail;
+   a finished one is uploaded *as an upload is*: the directory prepared by the upload client
+   (:func:`~palaestra.scoreboard.client.preparation.prepare_training_directory`), its episode batch and
+   video archive validated and stored by the upload path (:mod:`.ingest`, :func:`.api.uploads.store_videos`)
+   and the evaluation made by ``POST /v1/evaluations``'s own code
+   (:func:`.api.evaluations.create_evaluation_now`), marked verified, with the job turned ``done`` in
+   the same transaction only if its lease is still this worker's (:func:`.agent_jobs.finish_in`).
+
+A worker killed at any point loses that job's progress only: its lease runs out, the next claim puts
+the job back in the queue, and it runs again; what the killed worker stored without an evaluation
+(files) is what ``palaestra server gc`` removes. The ``--ray`` form runs step 3 as a Ray task
+(:mod:`.agent_ray`); everything else stays here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from starlette.requests import Request
+
+from palaestra._version import __version__
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.client.preparation import prepare_training_directory, temporary_archive
+from palaestra.scoreboard.server import agent_jobs
+from palaestra.scoreboard.server.account_tables import User
+from palaestra.scoreboard.server.agent_jobs import Claim, LeaseLost
+from palaestra.scoreboard.server.api.evaluations import Extra, create_evaluation_now
+from palaestra.scoreboard.server.api.uploads import store_videos
+from palaestra.scoreboard.server.auth import Principal
+from palaestra.scoreboard.server.ids import new_id
+from palaestra.scoreboard.server.ingest import IngestError, validate_episode_batch
+from palaestra.scoreboard.server.service_tables import FileRecord
+from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.storage import BlobDamaged, BlobNotFound, sha256_of
+
+__all__ = ["AgentWorker", "EmbeddedWorkers", "RunOutcome", "Runner", "sandboxed_runner"]
+
+logger = logging.getLogger("palaestra.scoreboard.worker")
+
+#: Seconds between looks at an empty queue.
+POLL_S = 1.0
+
+
+@dataclass
+class RunOutcome:
+    """What running a job's episodes gave: ``ok``, else ``reason``; the run's ``log``."""
+
+    ok: bool
+    reason: str | None = None
+    log: str = ""
+
+
+#: ``(model_path, descriptor_path, seeds, directory, on_episode) -> RunOutcome``: plays the episodes
+#: into ``directory``, calling ``on_episode(index, episode_return)`` as each one ends.
+Runner = Callable[[Path, Path, list[int], Path, Callable[[int, float], None]], RunOutcome]
+
+
+def sandboxed_runner(model: Path, descriptor: Path, seeds: list[int], directory: Path,
+                     on_episode: Callable[[int, float], None]) -> RunOutcome:  # fmt: skip
+    """The board's evaluator: the episodes in the sandbox of :mod:`palaestra.agents.sandbox`."""
+    from palaestra.agents.sandbox import SandboxLimits, run_sandboxed
+
+    result = run_sandboxed(model, descriptor, seeds, directory, SandboxLimits(), on_episode=on_episode)
+    return RunOutcome(bool(result.ok), result.reason, result.log or "")
+
+
+def sandbox_unavailable() -> type[BaseException]:
+    """The exception of a machine that cannot confine an evaluation (the worker stops on it)."""
+    from palaestra.agents.sandbox import SandboxUnavailable
+
+    return SandboxUnavailable
+
+
+@dataclass
+class _Progress:
+    """A running job's returns so far, shared by the run's callback and the heartbeat thread."""
+
+    returns: list[float] = field(default_factory=list)
+    lost: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class AgentWorker:
+    """Claims and runs agent jobs against ``state``'s database and store."""
+
+    def __init__(self, state: ServerState, runner: Runner = sandboxed_runner, name: str | None = None) -> None:
+        self.state = state
+        self.runner = runner
+        self.name = name or agent_jobs.worker_name()
+
+    # -- the loop ----------------------------------------------------------------------------------------
+
+    def run_forever(self, stop: threading.Event, poll_s: float = POLL_S) -> None:
+        """Run jobs until ``stop`` is set (between jobs)."""
+        logger.info("Agent worker %s waiting for jobs", self.name)
+        while not stop.is_set():
+            try:
+                ran = self.run_once()
+            except sandbox_unavailable() as e:
+                logger.error("Agent worker %s stops: %s", self.name, e)
+                return
+            except Exception:
+                logger.exception("Agent worker %s: a job's run broke; the next claim retries it", self.name)
+                ran = None
+            if ran is None:
+                stop.wait(poll_s)
+
+    def run_once(self) -> str | None:
+        """Claim and run one job; its id, or None when the queue was empty."""
+        cfg = self.state.config
+        claim = agent_jobs.claim_next(
+            self.state.db, self.state.clock, self.name, cfg.agent_lease_s, cfg.agent_max_attempts
+        )
+        if claim is None:
+            return None
+        logger.info("Agent worker %s runs job %s (attempt %d)", self.name, claim.id, claim.attempts)
+        try:
+            self._run(claim)
+        except sandbox_unavailable():
+            self._release(claim)
+            raise
+        return claim.id
+
+    def _run(self, claim: Claim) -> None:
+        with tempfile.TemporaryDirectory(prefix="palaestra-agent-") as tmp:
+            folder = Path(tmp)
+            model, descriptor = folder / "model.onnx", folder / "descriptor.json"
+            try:
+                model.write_bytes(self.state.store.get_verified(claim.artifact_key, claim.artifact_sha256))
+            except (BlobNotFound, BlobDamaged) as e:
+                self._fail(claim, f"The agent's stored artifact cannot be read ({e}); upload it again.")
+                return
+            descriptor.write_text(json.dumps(claim.descriptor))
+            progress = _Progress()
+            outcome = self._play(claim, model, descriptor, folder / "run", progress)
+            if progress.lost:
+                logger.warning("Job %s was given to another worker meanwhile; this run is dropped", claim.id)
+                return
+            if not outcome.ok:
+                self._fail(claim, outcome.reason or "The evaluation failed.", outcome.log)
+                return
+            try:
+                evaluation_id = self._store(claim, folder / "run", list(progress.returns))
+            except LeaseLost as e:
+                logger.warning("%s", e)
+                return
+            except (IngestError, protocol.EpisodeBatchError) as e:
+                self._fail(claim, f"The evaluator's recording was refused by ingest: {e}", outcome.log)
+                return
+            except Exception as e:
+                if _is_result_stored(e):  # another worker stored this job meanwhile (the unique index)
+                    logger.warning("Job %s was stored by another worker; nothing stored twice", claim.id)
+                    return
+                raise
+            logger.info("Job %s done: evaluation %s", claim.id, evaluation_id)
+
+    def _play(self, claim: Claim, model: Path, descriptor: Path, directory: Path, progress: _Progress) -> RunOutcome:
+        """Run the episodes, renewing the lease meanwhile and recording each return as it comes."""
+        state, stop = self.state, threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(max(state.config.agent_lease_s / 4, 0.05)):
+                with progress.lock:
+                    returns = list(progress.returns)
+                if not agent_jobs.heartbeat(state.db, state.clock, claim, returns):
+                    progress.lost = True
+                    return
+
+        def on_episode(index: int, episode_return: float) -> None:
+            with progress.lock:
+                progress.returns.append(float(episode_return))
+                returns = list(progress.returns)
+            if not agent_jobs.heartbeat(state.db, state.clock, claim, returns):
+                progress.lost = True
+                raise LeaseLost(f"Job {claim.id} was given to another worker; this run stops.")
+
+        beating = threading.Thread(target=beat, name=f"palaestra-heartbeat-{claim.id}", daemon=True)
+        beating.start()
+        try:
+            return self.runner(model, descriptor, list(claim.seeds), directory, on_episode)
+        except LeaseLost:
+            return RunOutcome(False, "lease lost")
+        finally:
+            stop.set()
+            beating.join(timeout=30)
+
+    # -- storing the result --------------------------------------------------------------------------------
+
+    def _store(self, claim: Claim, directory: Path, returns: list[float]) -> str:
+        """The run's directory, uploaded as an upload is, as the job's verified evaluation; its id."""
+        state = self.state
+        prepared = prepare_training_directory(directory)
+        assert prepared.batch is not None  # prepare_training_directory refuses a run without episodes
+        with state.db.connect() as conn:
+            owner = conn.scalar(sa.select(User.name).where(User.seq == claim.user_seq))
+        principal = Principal(user_seq=claim.user_seq, user_name=owner or "", key_id="agent-worker")
+        batch_id = self._store_batch(principal, prepared.batch)
+        video_id = None
+        if prepared.videos:
+            with temporary_archive(prepared) as archive:
+                video_id = self._store_archive(principal, archive)
+        body = protocol.EvaluationCreate(
+            training_episode_batch=batch_id,
+            training_video=video_id,
+            env=claim.env_id,
+            algorithm=protocol.AlgorithmRef(id=claim.algorithm_ref) if claim.algorithm_ref else None,
+            writeup=claim.writeup,
+            provenance=prepared.provenance,
+        )
+        verification = {
+            "job_id": claim.id,
+            "seeds": list(claim.seeds),
+            "artifact_sha256": claim.artifact_sha256,
+            "descriptor": claim.descriptor,
+            "evaluator": {"palaestra": __version__, "worker": self.name, "attempt": claim.attempts},
+        }
+
+        def finish(session: Any, evaluation_id: str) -> None:
+            agent_jobs.finish_in(session, claim, evaluation_id, returns, state.clock.now())
+
+        extra = Extra({"verified": True, "verification": verification, "agent_job_id": claim.id}, finish)
+        response = create_evaluation_now(body, _internal_request(state), principal, state, extra)
+        return str(json.loads(bytes(response.body))["id"])
+
+    def _store_batch(self, principal: Principal, data: bytes) -> str:
+        """The episode batch, validated as an upload's is (:func:`.ingest.validate_episode_batch`), stored
+        as an uploaded file of the agent's owner."""
+        cap = self.state.config.max_episode_batch_bytes
+        batch = validate_episode_batch(data, cap)
+        file_id = new_id("file")
+        key = f"files/{file_id}.agent"
+        self.state.store.put_bytes(key, data)
+        self._add_file(principal, file_id, "episode_batch", key, len(data), cap,
+                       {"episodes": len(batch.episode_lengths)}, sha256_of(data))  # fmt: skip
+        return file_id
+
+    def _store_archive(self, principal: Principal, archive: Path) -> str:
+        """The video archive, validated and unpacked as an upload's is (:func:`.api.uploads.store_videos`)."""
+        file_id = new_id("file")
+        keys: list[str] = []
+        try:
+            videos = store_videos(self.state, archive, f"videos/{file_id}.agent", keys)
+        except BaseException:
+            for key in keys:
+                self.state.store.delete(key)
+            raise
+        self._add_file(principal, file_id, "video", None, archive.stat().st_size,
+                       self.state.config.max_video_archive_bytes, {"videos": [v.stored() for v in videos]})  # fmt: skip
+        return file_id
+
+    def _add_file(self, principal: Principal, file_id: str, purpose: str, key: str | None, size: int,
+                  max_bytes: int, ingest: dict[str, Any], sha256: str | None = None) -> None:  # fmt: skip
+        now = self.state.clock.now()
+        with self.state.db.write() as session:
+            session.add(
+                FileRecord(
+                    id=file_id,
+                    user_seq=principal.user_seq,
+                    purpose=purpose,
+                    content_type=protocol.default_content_type(purpose),
+                    status="uploaded",
+                    storage_key=key,
+                    size=size,
+                    max_bytes=max_bytes,
+                    expires=now,
+                    created=now,
+                    uploaded=now,
+                    ingest=ingest,
+                    sha256=sha256,
+                )
+            )
+
+    # -- giving up -------------------------------------------------------------------------------------------
+
+    def _fail(self, claim: Claim, reason: str, log: str | None = None) -> None:
+        if agent_jobs.fail(self.state.db, self.state.clock, claim, reason, log):
+            logger.info("Job %s failed: %s", claim.id, reason)
+
+    def _release(self, claim: Claim) -> None:
+        """Give the job back untried (this machine cannot run it), its attempt not counted."""
+        agent_jobs.release(self.state.db, claim)
+
+
+def _is_result_stored(error: BaseException) -> bool:
+    return isinstance(error, sa.exc.IntegrityError) and "agent_job_id" in str(error.orig)
+
+
+def _internal_request(state: ServerState) -> Request:
+    """The request a worker's evaluation is created under: no headers (no idempotency key), the
+    configured public URL for its links."""
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": f"{protocol.API_PREFIX}/evaluations",
+        "raw_path": f"{protocol.API_PREFIX}/evaluations".encode(),
+        "root_path": "",
+        "scheme": "http",
+        "query_string": b"",
+        "headers": [],
+        "server": (state.config.host, state.config.port),
+        "client": ("127.0.0.1", 0),
+    }
+    return Request(scope)
+
+
+class EmbeddedWorkers:
+    """The workers ``palaestra server`` runs in its own process (``embedded_workers`` threads)."""
+
+    def __init__(self, state: ServerState, count: int, runner: Runner = sandboxed_runner) -> None:
+        self._stop = threading.Event()
+        self._threads = [
+            threading.Thread(
+                target=AgentWorker(state, runner, f"{agent_jobs.worker_name()}/embedded-{i}").run_forever,
+                args=(self._stop,),
+                name=f"palaestra-agent-worker-{i}",
+                daemon=True,
+            )
+            for i in range(count)
+        ]
+
+    def start(self) -> EmbeddedWorkers:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop taking jobs; a job in progress is left to its lease (it runs again elsewhere)."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=5)

@@ -1,0 +1,168 @@
+"""``/v1/agents``: agents the board evaluates itself (:mod:`palaestra.scoreboard.agent_protocol`).
+
+``POST`` takes a multipart form: ``model`` (the ``.onnx`` file), ``descriptor`` (its JSON, as a file or
+a field) and optionally ``algorithm``, ``writeup`` and ``episodes``. The API key is checked before the
+body is read; the body is held to ``max_agent_bytes`` (:mod:`..body_limits`) and the uploads to
+``agents_per_hour`` per user. The file is hostile until :func:`palaestra.agents.artifact.check_artifact`
+passed it (off the event loop): what it refuses is one 4xx naming the problem. Then the seeds are
+drawn and the job queued (:mod:`..agent_jobs`): 202 with the job, and its URL in ``Location``.
+``GET /{job_id}`` (public, as evaluations are) is the job: status, progress, failure and log tail.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+from starlette.datastructures import UploadFile
+
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.agent_protocol import (
+    AGENTS_PATH,
+    DEFAULT_EPISODES,
+    MAX_EPISODES,
+    AgentJobObject,
+)
+from palaestra.scoreboard.server import agent_jobs
+from palaestra.scoreboard.server.api.common import answer, base_url
+from palaestra.scoreboard.server.api.deps import CurrentUser, State
+from palaestra.scoreboard.server.auth import Principal
+from palaestra.scoreboard.server.deps import run_blocking
+from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.rate_limits import UPLOAD_WINDOW_S, too_many
+from palaestra.scoreboard.server.state import ServerState
+
+__all__ = ["router"]
+
+router = APIRouter(prefix=AGENTS_PATH, tags=["agents"])
+
+
+@router.post("", status_code=202, response_model=AgentJobObject)
+async def upload_agent(request: Request, principal: CurrentUser, state: State) -> Response:
+    """Queue the board's own evaluation of an agent artifact: ``model`` (.onnx) + ``descriptor`` (JSON)."""
+    form = await request.form(max_files=2, max_fields=10)
+    try:
+        model, descriptor = await _parts(state, form)
+        fields = {name: form.get(name) for name in ("algorithm", "writeup", "episodes")}
+        job = await run_blocking(state, _queue, state, principal, model, descriptor, fields, small=False)
+    finally:
+        await form.close()
+    body = agent_jobs.job_object(job, principal.user_name, base_url(state, request))
+    location = f"{base_url(state, request)}{protocol.API_PREFIX}{AGENTS_PATH}/{job.id}"
+    response = answer(body, 202)
+    response.headers["Location"] = location
+    return response
+
+
+async def _parts(state: ServerState, form: Any) -> tuple[bytes, bytes]:
+    model = form.get("model")
+    if not isinstance(model, UploadFile):
+        raise Problem(
+            400,
+            "The form has no 'model' file: send the agent's .onnx file as the multipart field 'model' "
+            "(`palaestra upload --agent MODEL.onnx` does).",
+            "model",
+        )
+    cap = state.config.max_agent_bytes
+    data = await model.read(cap + 1)
+    if len(data) > cap:
+        raise Problem(
+            413,
+            f"The model {model.filename or 'model'!r} is larger than this server accepts for an agent "
+            f"({cap} bytes; PALAESTRA_MAX_AGENT_BYTES). Export a smaller network.",
+            "model",
+        )
+    descriptor = form.get("descriptor")
+    if isinstance(descriptor, UploadFile):
+        text = await descriptor.read(protocol.MAX_TEXT_LENGTH + 1)
+    elif isinstance(descriptor, str):
+        text = descriptor.encode()
+    else:
+        raise Problem(
+            400,
+            "The form has no 'descriptor': send the agent's JSON descriptor (what `palaestra agent pack` "
+            "writes beside the .onnx file) as the multipart field 'descriptor'.",
+            "descriptor",
+        )
+    return data, text
+
+
+def _queue(
+    state: ServerState, principal: Principal, model: bytes, descriptor: bytes, fields: dict[str, Any]
+) -> Any:
+    _check_rate(state, principal)
+    episodes = _episodes(fields.get("episodes"))
+    algorithm = _text(fields.get("algorithm"), "algorithm")
+    writeup = _text(fields.get("writeup"), "writeup")
+    if writeup is not None:
+        try:
+            writeup = protocol.check_writeup(writeup)
+        except ValueError as e:
+            raise Problem(400, str(e), "writeup") from None
+    checked = _check_artifact(model, descriptor)
+    return agent_jobs.queue_job(
+        state,
+        principal,
+        artifact=model,
+        descriptor=checked["descriptor"],
+        env_id=checked["env_id"],
+        episodes=episodes,
+        algorithm_ref=algorithm,
+        writeup=writeup,
+    )
+
+
+def _check_rate(state: ServerState, principal: Principal) -> None:
+    limit = state.config.agents_per_hour
+    if limit > 0 and agent_jobs.recent_jobs(state, principal.user_seq, UPLOAD_WINDOW_S) >= limit:
+        raise too_many(
+            f"Too many agents: this server evaluates {limit} agents per user and hour, and you uploaded "
+            f"{limit} in the last hour. Try again later, or ask the operator to raise "
+            "PALAESTRA_RATE_LIMIT_AGENTS_PER_HOUR.",
+            UPLOAD_WINDOW_S / max(limit, 1),
+        )
+
+
+def _episodes(value: Any) -> int:
+    if value is None or value == "":
+        return DEFAULT_EPISODES
+    if not isinstance(value, str) or not value.strip().isdigit() or not 1 <= int(value) <= MAX_EPISODES:
+        raise Problem(
+            400, f"episodes must be a whole number from 1 to {MAX_EPISODES}, not {value!r}.", "episodes"
+        )
+    return int(value)
+
+
+def _text(value: Any, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > protocol.MAX_ID_LENGTH:
+        raise Problem(400, f"{name} must be text of at most {protocol.MAX_ID_LENGTH} characters.", name)
+    return value
+
+
+def _check_artifact(model: bytes, descriptor: bytes) -> dict[str, Any]:
+    """The artifact checked as hostile by :func:`palaestra.agents.artifact.check_artifact`: its
+    descriptor (as a JSON object) and env id; a refusal is a 400 (413 for size) naming the problem."""
+    from palaestra.agents.artifact import ArtifactError, check_artifact
+
+    with tempfile.TemporaryDirectory(prefix="palaestra-agent-check-") as tmp:
+        model_path, descriptor_path = Path(tmp) / "model.onnx", Path(tmp) / "descriptor.json"
+        model_path.write_bytes(model)
+        descriptor_path.write_bytes(descriptor)
+        try:
+            checked = check_artifact(model_path, descriptor_path)
+        except ArtifactError as e:
+            status = 413 if getattr(e, "too_large", False) else 400
+            raise Problem(status, f"The agent was refused: {e}", getattr(e, "param", None) or "model") from None
+    return {"descriptor": checked.to_document(), "env_id": checked.env_id}
+
+
+@router.get("/{job_id}", response_model=AgentJobObject)
+def get_agent_job(job_id: str, request: Request, state: State) -> Response:
+    """An agent's evaluation job: status, the episodes so far, the failure's reason and log."""
+    with state.db.read() as session:
+        job, owner = agent_jobs.load_job(session, job_id)
+    return answer(agent_jobs.job_object(job, owner, base_url(state, request)))
