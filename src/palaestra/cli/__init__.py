@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "users",
     "login",
     "upload",
+    "worker",
     "import_",
     "benchmark",
     "match",

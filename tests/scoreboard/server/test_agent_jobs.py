@@ -25,7 +25,9 @@ LEASE_S = 60
 def state(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ServerState]:
     """A scoreboard's state (no server) on each database, with a FakeClock and a user ``owner``."""
     url = request.getfixturevalue("postgres_url") if request.param == "postgresql" else None
-    built = build_state(resolve_config(data_dir=tmp_path / "board", database_url=url, environ={}), FakeClock())
+    built = build_state(
+        resolve_config(data_dir=tmp_path / "board", database_url=url, environ={}), FakeClock()
+    )
     auth.create_user(built.db, "owner")
     try:
         yield built
@@ -55,7 +57,9 @@ def job_row(state: ServerState, job_id: str) -> Any:
         return conn.execute(sa.select(AgentJob.__table__).where(AgentJob.id == job_id)).one()
 
 
-def test_a_queued_job_has_one_server_drawn_seed_per_episode_and_its_artifact_stored(state: ServerState) -> None:
+def test_a_queued_job_has_one_server_drawn_seed_per_episode_and_its_artifact_stored(
+    state: ServerState,
+) -> None:
     job = queue(state, episodes=5)
     row = job_row(state, job.id)
     assert row.status == "queued" and row.attempts == 0 and len(row.seeds) == 5

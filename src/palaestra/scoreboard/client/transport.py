@@ -277,6 +277,15 @@ class Transport:
                 f"The server's answer to {method} {path} is not a valid {model.__name__}: {short_error(e)}"
             ) from None
 
+    def post_multipart(self, path: str, fields: Mapping[str, str], files: Mapping[str, Any]) -> Any:
+        """An API call whose body is a multipart form (``POST /v1/agents``), with the API key; JSON back."""
+        headers = {protocol.AUTHORIZATION_HEADER: f"Bearer {self.api_key}", "Accept": "application/json"}
+        describe = f"POST {path}"
+        response = self.send(
+            describe, lambda: self._http.post(self.server + path, data=fields, files=files, headers=headers)
+        )
+        return _decode(response, describe)
+
     def post_form(self, describe: str, url: str, fields: Mapping[str, str], files: Mapping[str, Any]) -> None:
         """POST a multipart form (an upload's ``post_fields`` + ``file``) to ``url``, without API headers."""
         self.send(describe, lambda: self._http.post(url, data=fields, files=files))

@@ -282,7 +282,9 @@ def finish_in(session: Session, claim: Claim, evaluation_id: str, returns: list[
     done = session.connection().execute(
         sa.update(_JOBS)
         .where(_held(claim))
-        .values(status="done", evaluation_id=evaluation_id, returns=list(returns), lease_id=None, finished=now)
+        .values(
+            status="done", evaluation_id=evaluation_id, returns=list(returns), lease_id=None, finished=now
+        )
     )
     if done.rowcount != 1:
         raise LeaseLost(f"Job {claim.id} is no longer this worker's; its result is not stored.")

@@ -4,7 +4,7 @@ One job at a time (:meth:`AgentWorker.run_once`):
 
 1. claim the oldest queued job (:func:`.agent_jobs.claim_next`: atomic, with a lease);
 2. fetch its artifact from the store (its sha256 checked) and write its descriptor beside it;
-3. run it with :func:`palaestra.agents.sandbox.run_sandboxed` on the job's seeds, into a training
+3. run it with :func:`palaestra.agents.artifact.run_sandboxed` on the job's seeds, into a training
    directory recorded by palaestra's own Monitor (with video). Meanwhile a heartbeat renews the lease
    every quarter of it, and each finished episode's return is recorded (the job's page shows them);
 4. a failed run (refused, killed at a limit, crashed) fails the job with its reason and log tail;
@@ -44,13 +44,14 @@ from palaestra.scoreboard.server.agent_jobs import Claim, LeaseLost
 from palaestra.scoreboard.server.api.evaluations import Extra, create_evaluation_now
 from palaestra.scoreboard.server.api.uploads import store_videos
 from palaestra.scoreboard.server.auth import Principal
+from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.ingest import IngestError, validate_episode_batch
 from palaestra.scoreboard.server.service_tables import FileRecord
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobNotFound, sha256_of
 
-__all__ = ["AgentWorker", "EmbeddedWorkers", "RunOutcome", "Runner", "sandboxed_runner"]
+__all__ = ["AgentWorker", "EmbeddedWorkers", "RunOutcome", "Runner", "cannot_evaluate", "sandboxed_runner"]
 
 logger = logging.getLogger("palaestra.scoreboard.worker")
 
@@ -72,18 +73,41 @@ class RunOutcome:
 Runner = Callable[[Path, Path, list[int], Path, Callable[[int, float], None]], RunOutcome]
 
 
-def sandboxed_runner(model: Path, descriptor: Path, seeds: list[int], directory: Path,
-                     on_episode: Callable[[int, float], None]) -> RunOutcome:  # fmt: skip
-    """The board's evaluator: the episodes in the sandbox of :mod:`palaestra.agents.sandbox`."""
-    from palaestra.agents.sandbox import SandboxLimits, run_sandboxed
+def sandboxed_runner(config: ServerConfig) -> Runner:
+    """The board's evaluator: the episodes in the sandbox of :func:`palaestra.agents.artifact.run_sandboxed`
+    (bubblewrap, seccomp, rlimits); unconfined only where the operator allowed it (``agent_unconfined``).
+    The ``agents`` extra is imported when a job runs: a server without it serves all the same."""
 
-    result = run_sandboxed(model, descriptor, seeds, directory, SandboxLimits(), on_episode=on_episode)
-    return RunOutcome(bool(result.ok), result.reason, result.log or "")
+    def run(model: Path, descriptor: Path, seeds: list[int], directory: Path,
+            on_episode: Callable[[int, float], None]) -> RunOutcome:  # fmt: skip
+        from palaestra.agents.artifact import SandboxLimits, run_sandboxed
+
+        limits = SandboxLimits(allow_unconfined=config.agent_unconfined)
+        result = run_sandboxed(model, descriptor, seeds, directory, limits, on_episode=on_episode)
+        return RunOutcome(bool(result.ok), result.reason, result.log or "")
+
+    return run
+
+
+def cannot_evaluate(config: ServerConfig) -> str | None:
+    """Why this machine cannot run agents (the ``agents`` extra missing, no sandbox and no operator's
+    leave to run unconfined), or None."""
+    try:
+        from palaestra.agents.artifact import SandboxLimits, sandbox_unavailable_reason
+    except ImportError as e:
+        return f"the agents extra is not installed ({e}; pip install 'palaestra[agents]')"
+    reason = sandbox_unavailable_reason(SandboxLimits())
+    if reason is not None and not config.agent_unconfined:
+        return (
+            f"the agent sandbox is unavailable ({reason}); the board runs no agent unconfined unless its "
+            "operator sets PALAESTRA_AGENT_UNCONFINED=1"
+        )
+    return None
 
 
 def sandbox_unavailable() -> type[BaseException]:
     """The exception of a machine that cannot confine an evaluation (the worker stops on it)."""
-    from palaestra.agents.sandbox import SandboxUnavailable
+    from palaestra.agents.artifact import SandboxUnavailable
 
     return SandboxUnavailable
 
@@ -100,9 +124,9 @@ class _Progress:
 class AgentWorker:
     """Claims and runs agent jobs against ``state``'s database and store."""
 
-    def __init__(self, state: ServerState, runner: Runner = sandboxed_runner, name: str | None = None) -> None:
+    def __init__(self, state: ServerState, runner: Runner | None = None, name: str | None = None) -> None:
         self.state = state
-        self.runner = runner
+        self.runner = runner or sandboxed_runner(state.config)
         self.name = name or agent_jobs.worker_name()
 
     # -- the loop ----------------------------------------------------------------------------------------
@@ -171,7 +195,9 @@ class AgentWorker:
                 raise
             logger.info("Job %s done: evaluation %s", claim.id, evaluation_id)
 
-    def _play(self, claim: Claim, model: Path, descriptor: Path, directory: Path, progress: _Progress) -> RunOutcome:
+    def _play(
+        self, claim: Claim, model: Path, descriptor: Path, directory: Path, progress: _Progress
+    ) -> RunOutcome:
         """Run the episodes, renewing the lease meanwhile and recording each return as it comes."""
         state, stop = self.state, threading.Event()
 
@@ -323,7 +349,8 @@ def _internal_request(state: ServerState) -> Request:
 class EmbeddedWorkers:
     """The workers ``palaestra server`` runs in its own process (``embedded_workers`` threads)."""
 
-    def __init__(self, state: ServerState, count: int, runner: Runner = sandboxed_runner) -> None:
+    def __init__(self, state: ServerState, count: int, runner: Runner | None = None) -> None:
+        self._config = state.config
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(
@@ -336,6 +363,13 @@ class EmbeddedWorkers:
         ]
 
     def start(self) -> EmbeddedWorkers:
+        """Start them, unless this machine cannot run agents (said once, in the log)."""
+        why = cannot_evaluate(self._config)
+        if why is not None:
+            logger.warning(
+                "No agent worker runs in this server: %s. Agents uploaded wait for a `palaestra worker`.", why
+            )
+            return self
         for thread in self._threads:
             thread.start()
         return self
@@ -344,4 +378,5 @@ class EmbeddedWorkers:
         """Stop taking jobs; a job in progress is left to its lease (it runs again elsewhere)."""
         self._stop.set()
         for thread in self._threads:
-            thread.join(timeout=5)
+            if thread.is_alive():
+                thread.join(timeout=5)

@@ -48,6 +48,7 @@ ENV_INLINE_HANDLERS = "PALAESTRA_INLINE_HANDLERS"
 ENV_TRUST_PROXY = "PALAESTRA_TRUST_PROXY"
 ENV_UPLOAD_SECRET_FILE = "PALAESTRA_UPLOAD_SECRET_FILE"
 ENV_READ_ONLY = "PALAESTRA_READ_ONLY"
+ENV_AGENT_UNCONFINED = "PALAESTRA_AGENT_UNCONFINED"
 #: Host names of a database on this machine (no host at all: a Unix socket).
 LOCAL_HOSTS = {None, "", "localhost", "127.0.0.1", "::1"}
 #: Integer settings that may also come from the environment (name -> ServerConfig field).
@@ -169,6 +170,9 @@ class ServerConfig:
     agents_per_hour: int = DEFAULT_AGENTS_PER_HOUR
     agent_lease_s: int = DEFAULT_AGENT_LEASE_S
     agent_max_attempts: int = DEFAULT_AGENT_MAX_ATTEMPTS
+    #: run agents without the sandbox where the kernel cannot give one (namespaces forbidden): the
+    #: operator's explicit choice (``PALAESTRA_AGENT_UNCONFINED=1``); otherwise the worker refuses to start
+    agent_unconfined: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -265,6 +269,11 @@ def resolve_config(
         if read_only not in ("0", "1"):
             raise ConfigurationError(f"{ENV_READ_ONLY} must be 1 or 0, not {env[ENV_READ_ONLY]!r}")
         extra["read_only"] = read_only == "1"
+    unconfined = env.get(ENV_AGENT_UNCONFINED, "").strip().lower()
+    if "agent_unconfined" not in extra and unconfined:
+        if unconfined not in ("0", "1"):
+            raise ConfigurationError(f"{ENV_AGENT_UNCONFINED} must be 1 or 0, not {env[ENV_AGENT_UNCONFINED]!r}")
+        extra["agent_unconfined"] = unconfined == "1"
     for name, field_name in ENV_LIMITS.items():
         if field_name not in extra and env.get(name):
             try:

@@ -3,16 +3,15 @@
 ``POST`` takes a multipart form: ``model`` (the ``.onnx`` file), ``descriptor`` (its JSON, as a file or
 a field) and optionally ``algorithm``, ``writeup`` and ``episodes``. The API key is checked before the
 body is read; the body is held to ``max_agent_bytes`` (:mod:`..body_limits`) and the uploads to
-``agents_per_hour`` per user. The file is hostile until :func:`palaestra.agents.artifact.check_artifact`
-passed it (off the event loop): what it refuses is one 4xx naming the problem. Then the seeds are
-drawn and the job queued (:mod:`..agent_jobs`): 202 with the job, and its URL in ``Location``.
+``agents_per_hour`` per user. The file is hostile until the artifact checks passed it
+(:func:`palaestra.agents.artifact.check_artifact_bytes`, off the event loop): what they refuse is one
+4xx naming the problem. Then the seeds are drawn and the job queued (:mod:`..agent_jobs`): 202 with the job, and its URL in ``Location``.
 ``GET /{job_id}`` (public, as evaluations are) is the job: status, progress, failure and log tail.
 """
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
+import json
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
@@ -101,7 +100,7 @@ def _queue(
             writeup = protocol.check_writeup(writeup)
         except ValueError as e:
             raise Problem(400, str(e), "writeup") from None
-    checked = _check_artifact(model, descriptor)
+    checked = _check_artifact(state, model, descriptor)
     return agent_jobs.queue_job(
         state,
         principal,
@@ -143,21 +142,25 @@ def _text(value: Any, name: str) -> str | None:
     return value
 
 
-def _check_artifact(model: bytes, descriptor: bytes) -> dict[str, Any]:
-    """The artifact checked as hostile by :func:`palaestra.agents.artifact.check_artifact`: its
-    descriptor (as a JSON object) and env id; a refusal is a 400 (413 for size) naming the problem."""
-    from palaestra.agents.artifact import ArtifactError, check_artifact
+def _check_artifact(state: ServerState, model: bytes, descriptor: bytes) -> dict[str, Any]:
+    """The artifact checked as hostile (:func:`palaestra.agents.artifact.check_artifact_bytes`): its
+    descriptor (as a JSON object) and env id; a refusal is one 400 naming the problem and the fix."""
+    from palaestra.agents.artifact import (
+        AgentDescriptor,
+        ArtifactError,
+        DescriptorError,
+        check_artifact_bytes,
+    )
 
-    with tempfile.TemporaryDirectory(prefix="palaestra-agent-check-") as tmp:
-        model_path, descriptor_path = Path(tmp) / "model.onnx", Path(tmp) / "descriptor.json"
-        model_path.write_bytes(model)
-        descriptor_path.write_bytes(descriptor)
-        try:
-            checked = check_artifact(model_path, descriptor_path)
-        except ArtifactError as e:
-            status = 413 if getattr(e, "too_large", False) else 400
-            raise Problem(status, f"The agent was refused: {e}", getattr(e, "param", None) or "model") from None
-    return {"descriptor": checked.to_document(), "env_id": checked.env_id}
+    try:
+        checked = AgentDescriptor.from_json(descriptor)
+    except DescriptorError as e:
+        raise Problem(400, f"The agent's descriptor was refused: {e}.", "descriptor") from None
+    try:
+        check_artifact_bytes(model, checked, max_bytes=state.config.max_agent_bytes)
+    except ArtifactError as e:
+        raise Problem(400, f"The agent's model was refused: {e}.", "model") from None
+    return {"descriptor": json.loads(checked.to_json()), "env_id": checked.env_id}
 
 
 @router.get("/{job_id}", response_model=AgentJobObject)

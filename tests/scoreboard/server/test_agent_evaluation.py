@@ -1,0 +1,162 @@
+"""Agents evaluated by the board, end to end with real processes: ``palaestra upload --agent`` to a
+``palaestra server``, the job run by a ``palaestra worker`` process in the sandbox, stored as a verified
+evaluation with its video; a worker SIGKILLed mid-job (the job runs again, once, and one evaluation is
+stored); hostile or broken uploads refused with their reason while the board keeps serving."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.scoreboard.server.agent_helpers import (
+    RUN_TIMEOUT_S,
+    count_rows,
+    get_job,
+    start_worker,
+    wait_for,
+    write_cartpole_agent,
+)
+from tests.scoreboard.server_helpers import ScoreboardServer
+from tests.server_process import PALAESTRA_COMMAND
+
+pytest.importorskip("onnxruntime")
+
+#: the server runs no worker of its own here: the worker processes of each test do the work
+NO_EMBEDDED_WORKER = {"PALAESTRA_EMBEDDED_WORKERS": "0"}
+
+
+def upload_agent(server: ScoreboardServer, model: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**server.env, "PALAESTRA_API_KEY": server.api_key}
+    return subprocess.run(
+        [*PALAESTRA_COMMAND, "upload", "--agent", str(model), "--server", server.url, *args],
+        env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S + 60,
+    )  # fmt: skip
+
+
+def test_a_cartpole_policy_uploaded_is_evaluated_by_a_worker_process_and_shown_verified_with_video(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
+    server: ScoreboardServer = scoreboard_factory(env=NO_EMBEDDED_WORKER)
+    model = write_cartpole_agent(tmp_path / "agent")
+    worker_log = tmp_path / "worker.log"
+    worker = start_worker(server, worker_log)
+    try:
+        result = upload_agent(server, model, "--episodes", "3", "--algorithm", "sb3-ppo", "--wait")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr + worker_log.read_text()
+    lines = result.stdout.strip().splitlines()
+    job_url, job_id = lines[0], lines[1]
+    assert job_url == f"{server.url}/agents/{job_id}" and job_id.startswith("job_")
+    assert "done: 3/3 episodes" in result.stdout and lines[-2].startswith("verified evaluation: ")
+    assert worker.returncode == 0  # SIGTERM: stopped between jobs
+
+    job = get_job(server, job_id)
+    assert job["status"] == "done" and job["attempts"] == 1 and job["returns"] == [500.0, 500.0, 500.0]
+    assert len(job["seeds"]) == 3 and job["evaluation_id"] == lines[-1]
+    evaluation = httpx.get(f"{server.url}/v1/evaluations/{job['evaluation_id']}", timeout=30).json()
+    assert evaluation["env"] == "CartPole-v1" and evaluation["algorithm"]["name"] == "sb3-ppo"
+    assert evaluation["score"]["number_episodes"] == 3 and evaluation["score"]["episodes_mean"] == 500.0
+    assert evaluation["videos"] and evaluation["videos"][0]["content_type"] == "video/mp4"
+    assert evaluation["provenance"]["seeds"]  # the evaluator's own record of what ran
+
+    page = httpx.get(f"{server.url}/evaluations/{job['evaluation_id']}", timeout=30).text
+    assert "Verified by this board" in page and job["artifact_sha256"] in page
+    assert str(job["seeds"][0]) in page and job_id in page
+    job_page = httpx.get(job_url, timeout=30).text
+    assert "done" in job_page and f"/evaluations/{job['evaluation_id']}" in job_page
+
+
+def test_a_worker_killed_mid_job_loses_only_that_jobs_progress_and_the_job_is_stored_once(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
+    server: ScoreboardServer = scoreboard_factory(env={**NO_EMBEDDED_WORKER, "PALAESTRA_AGENT_LEASE_S": "3"})
+    model = write_cartpole_agent(tmp_path / "agent")
+    result = upload_agent(server, model, "--episodes", "6")
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip().splitlines()[-1]
+    logs = [tmp_path / "first.log", tmp_path / "second.log"]
+    first = start_worker(server, logs[0])
+    try:
+        wait_for(lambda: get_job(server, job_id)["episodes_done"] >= 1, "the first episode", logs=logs)
+        first.send_signal(signal.SIGKILL)  # mid-job: episodes are still being played
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    killed = get_job(server, job_id)
+    assert killed["status"] == "running" and 1 <= killed["episodes_done"] < 6
+    assert count_rows(server, "evaluations") == 0
+
+    second = start_worker(server, logs[1], "--once")
+    try:
+        # --once exits when the queue is empty: first it waits for the dead worker's lease to run out
+        wait_for(lambda: get_job(server, job_id)["status"] == "done", "the job to run again", logs=logs)
+    finally:
+        second.wait(timeout=RUN_TIMEOUT_S)
+    job = get_job(server, job_id)
+    assert job["attempts"] == 2 and job["episodes_done"] == 6 and job["returns"] == [500.0] * 6
+    assert count_rows(server, "evaluations") == 1
+    assert count_rows(server, "evaluations", f"agent_job_id = '{job_id}' AND verified") == 1
+    evaluation = httpx.get(f"{server.url}/v1/evaluations/{job['evaluation_id']}", timeout=30).json()
+    assert evaluation["score"]["number_episodes"] == 6  # the second run's six, none of the first's
+
+
+def test_an_upload_without_wait_answers_at_once_with_the_queued_job(scoreboard_factory: Any, tmp_path: Path) -> None:
+    server: ScoreboardServer = scoreboard_factory(env=NO_EMBEDDED_WORKER)
+    model = write_cartpole_agent(tmp_path / "agent")
+    result = upload_agent(server, model, "--episodes", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout.strip().splitlines()[-1])
+    assert doc["status"] == "queued" and doc["evaluation_id"] is None
+    assert get_job(server, doc["id"])["status"] == "queued"
+
+
+def test_hostile_or_broken_agents_are_refused_with_their_reason_and_the_board_keeps_serving(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
+    server: ScoreboardServer = scoreboard_factory(
+        env={**NO_EMBEDDED_WORKER, "PALAESTRA_MAX_AGENT_BYTES": "100000"}
+    )
+    model = write_cartpole_agent(tmp_path / "agent")
+    good, descriptor = model.read_bytes(), model.with_suffix(".json").read_bytes()
+    headers = {"Authorization": f"Bearer {server.api_key}"}
+
+    def post(files: dict[str, Any], data: dict[str, str] | None = None, **kw: Any) -> httpx.Response:
+        return httpx.post(f"{server.url}/v1/agents", files=files, data=data, timeout=60, **{"headers": headers, **kw})
+
+    refusals = [
+        (post({"model": ("m.onnx", b"\x08\x07not a protobuf at all" * 10), "descriptor": ("d.json", descriptor)}),
+         400, "model", "refused"),
+        (post({"model": ("m.onnx", good), "descriptor": ("d.json", b'{"env_id": "CartPole-v1", "action": "teleport", '
+                                                              b'"deterministic": true}')}),
+         400, "descriptor", "teleport"),
+        (post({"descriptor": ("d.json", descriptor)}), 400, "model", "no 'model' file"),
+        (post({"model": ("m.onnx", good)}), 400, "descriptor", "no 'descriptor'"),
+        (post({"model": ("m.onnx", good), "descriptor": ("d.json", descriptor)}, {"episodes": "0"}),
+         400, "episodes", "from 1 to"),
+        (post({"model": ("m.onnx", os.urandom(200_000)), "descriptor": ("d.json", descriptor)}), 413, None, "larger"),
+        (post({"model": ("m.onnx", good), "descriptor": ("d.json", descriptor)}, headers={}), 401, None, ""),
+    ]  # fmt: skip
+    for response, status, param, words in refusals:
+        assert response.status_code == status, response.text
+        body = response.json()
+        assert words in body["detail"]
+        if param:
+            assert body["type"] == param, body
+    assert count_rows(server, "agent_jobs") == 0
+    assert httpx.get(f"{server.url}/v1/health", timeout=30).status_code == 200
+
+    accepted = post({"model": ("m.onnx", good), "descriptor": ("d.json", descriptor)}, {"episodes": "2"})
+    assert accepted.status_code == 202, accepted.text
+    assert accepted.headers["Location"].endswith(f"/v1/agents/{accepted.json()['id']}")
+    missing = httpx.get(f"{server.url}/v1/agents/job_nope", timeout=30)
+    assert missing.status_code == 404 and "job_nope" in missing.json()["detail"]
