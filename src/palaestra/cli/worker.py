@@ -43,8 +43,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from palaestra.errors import StartupError
-    from palaestra.scoreboard.server.agent_worker import AgentWorker, Runner, cannot_evaluate
-    from palaestra.scoreboard.server.state import build_state
+    from palaestra.scoreboard.server.agent_worker import AgentWorker, Runner, cannot_evaluate, worker_state
 
     private_files()
     config = config_from_args(args)
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if why is not None and not args.ray:  # refuse to start rather than run agents unconfined
         raise StartupError(f"This worker cannot evaluate agents: {why}")
     with startup_errors(config):
-        state = build_state(config)
+        state = worker_state(config)
     runner: Runner | None = None  # the sandbox on this machine
     if args.ray:
         from palaestra.scoreboard.server.agent_ray import ray_runner

@@ -32,12 +32,17 @@ pytest.importorskip("onnxruntime")
 NO_EMBEDDED_WORKER = {"PALAESTRA_EMBEDDED_WORKERS": "0"}
 
 
-def upload_agent(server: ScoreboardServer, model: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def upload(server: ScoreboardServer, *args: str) -> subprocess.CompletedProcess[str]:
+    """``palaestra upload ARGS`` to ``server`` as its first user."""
     env = {**server.env, "PALAESTRA_API_KEY": server.api_key}
     return subprocess.run(
-        [*PALAESTRA_COMMAND, "upload", "--agent", str(model), "--server", server.url, *args],
+        [*PALAESTRA_COMMAND, "upload", "--server", server.url, *args],
         env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S + 60,
     )  # fmt: skip
+
+
+def upload_agent(server: ScoreboardServer, model: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return upload(server, "--agent", str(model), *args)
 
 
 def test_a_cartpole_policy_uploaded_is_evaluated_by_a_worker_process_and_shown_verified_with_video(
@@ -68,11 +73,82 @@ def test_a_cartpole_policy_uploaded_is_evaluated_by_a_worker_process_and_shown_v
     assert evaluation["videos"] and evaluation["videos"][0]["content_type"] == "video/mp4"
     assert evaluation["provenance"]["seeds"]  # the evaluator's own record of what ran
 
+    # the same algorithm's own, self-reported run on the env: a random policy's few steps per episode
+    own = record_random_cartpole(tmp_path / "self-reported")
+    uploaded = upload(server, str(own), "--algorithm", "sb3-ppo", "--json")
+    assert uploaded.returncode == 0, uploaded.stderr
+    self_reported = json.loads(uploaded.stdout.strip().splitlines()[-1])["id"]
+
     page = httpx.get(f"{server.url}/evaluations/{job['evaluation_id']}", timeout=30).text
     assert "Verified by this board" in page and job["artifact_sha256"] in page
     assert str(job["seeds"][0]) in page and job_id in page
+    assert self_reported in page and "outside the verified interval" in page
     job_page = httpx.get(job_url, timeout=30).text
     assert "done" in job_page and f"/evaluations/{job['evaluation_id']}" in job_page
+    board = httpx.get(f"{server.url}/envs/CartPole-v1", timeout=30).text
+    verified_only = httpx.get(f"{server.url}/envs/CartPole-v1?verified=1", timeout=30).text
+    assert self_reported in board and job["evaluation_id"] in board
+    assert self_reported not in verified_only and job["evaluation_id"] in verified_only
+
+
+def record_random_cartpole(directory: Path, episodes: int = 3) -> Path:
+    import gymnasium as gym
+
+    import palaestra
+
+    with palaestra.Monitor(gym.make("CartPole-v1"), str(directory), video_callable=False) as env:
+        for seed in range(episodes):
+            env.reset(seed=seed)
+            env.action_space.seed(seed)
+            done = False
+            while not done:
+                done = any(env.step(env.action_space.sample())[2:4])
+    return directory
+
+
+def test_a_run_killed_at_the_wall_clock_limit_fails_its_job_with_the_reason_and_the_log_on_its_page(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
+    """The server's own (embedded) worker runs it; a 3-second limit stops 50 episodes of 500 steps."""
+    server: ScoreboardServer = scoreboard_factory(env={"PALAESTRA_AGENT_WALL_S": "3"})
+    model = write_cartpole_agent(tmp_path / "agent")
+    result = upload_agent(server, model, "--episodes", "50", "--wait")
+    assert result.returncode == 1, result.stdout + result.stderr
+    job_id = result.stdout.strip().splitlines()[1]
+    assert "wall-clock limit of 3 s" in result.stdout
+    job = get_job(server, job_id)
+    assert job["status"] == "failed" and "wall-clock limit" in job["reason"] and job["log_tail"]
+    assert job["evaluation_id"] is None and count_rows(server, "evaluations") == 0
+    page = httpx.get(job["web_url"], timeout=30).text
+    assert "Failed: killed: the wall-clock limit" in page and 'id="failure-log"' in page
+
+
+def test_a_worker_on_another_machine_evaluates_against_postgresql_and_s3(
+    scoreboard_factory: Any, postgres_url: str, s3_storage: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
+    storage, s3_env = s3_storage
+    server: ScoreboardServer = scoreboard_factory(
+        database_url=postgres_url, storage=storage, env={**s3_env, **NO_EMBEDDED_WORKER}
+    )
+    model = write_cartpole_agent(tmp_path / "agent")
+    result = upload_agent(server, model, "--episodes", "2")
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip().splitlines()[-1]
+    # the worker's machine knows the board by its flags only (and the S3 credentials)
+    env = {k: v for k, v in server.env.items() if k not in ("PALAESTRA_DATABASE_URL", "PALAESTRA_STORAGE")}
+    env["PALAESTRA_DATA_DIR"] = str(tmp_path / "worker-machine")
+    worker = subprocess.run(
+        [*PALAESTRA_COMMAND, "worker", "--once", "--database-url", postgres_url, "--storage", storage],
+        env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    job = get_job(server, job_id)
+    assert job["status"] == "done", job
+    evaluation = httpx.get(f"{server.url}/v1/evaluations/{job['evaluation_id']}", timeout=30).json()
+    assert evaluation["verified"] and evaluation["verification"]["seeds"] == job["seeds"]
+    video = evaluation["videos"][0]["name"]
+    played = httpx.get(f"{server.url}/evaluations/{job['evaluation_id']}/videos/{video}", timeout=30, follow_redirects=True)
+    assert played.status_code == 200 and len(played.content) > 1000
 
 
 def test_a_worker_killed_mid_job_loses_only_that_jobs_progress_and_the_job_is_stored_once(

@@ -27,7 +27,7 @@ POLL_S = 0.5
 
 
 def _evaluate_on_node(
-    model: bytes, descriptor: bytes, seeds: list[int], unconfined: bool, episodes: Any
+    model: bytes, descriptor: bytes, seeds: list[int], limits: dict[str, Any], episodes: Any
 ) -> tuple[Any, ...]:
     """The Ray task: the sandboxed run in a folder of the node; ``(ok, reason, log, directory as tar)``."""
     from palaestra.agents.artifact import SandboxLimits, run_sandboxed
@@ -41,7 +41,7 @@ def _evaluate_on_node(
             folder / "descriptor.json",
             seeds,
             folder / "run",
-            SandboxLimits(allow_unconfined=unconfined),
+            SandboxLimits(**limits),
             on_episode=lambda index, reward: episodes.put((index, reward)),
         )
         archive = io.BytesIO()
@@ -68,9 +68,8 @@ def ray_runner(address: str, config: ServerConfig) -> Runner:
     def run(model: Path, descriptor: Path, seeds: list[int], directory: Path,
             on_episode: Callable[[int, float], None]) -> RunOutcome:  # fmt: skip
         episodes = Queue()
-        pending = task.remote(
-            model.read_bytes(), descriptor.read_bytes(), seeds, config.agent_unconfined, episodes
-        )
+        limits = {"wall_seconds": float(config.agent_wall_s), "allow_unconfined": config.agent_unconfined}
+        pending = task.remote(model.read_bytes(), descriptor.read_bytes(), seeds, limits, episodes)
 
         def drain() -> None:
             for index, reward in episodes.get_nowait_batch(episodes.qsize()):

@@ -44,6 +44,7 @@ from palaestra.scoreboard.server.agent_jobs import Claim, LeaseLost
 from palaestra.scoreboard.server.api.evaluations import Extra, create_evaluation_now
 from palaestra.scoreboard.server.api.uploads import store_videos
 from palaestra.scoreboard.server.auth import Principal
+from palaestra.scoreboard.server.clock import SYSTEM_CLOCK
 from palaestra.scoreboard.server.config import ServerConfig
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.ingest import IngestError, validate_episode_batch
@@ -51,7 +52,15 @@ from palaestra.scoreboard.server.service_tables import FileRecord
 from palaestra.scoreboard.server.state import ServerState
 from palaestra.scoreboard.server.storage import BlobDamaged, BlobNotFound, sha256_of
 
-__all__ = ["AgentWorker", "EmbeddedWorkers", "RunOutcome", "Runner", "cannot_evaluate", "sandboxed_runner"]
+__all__ = [
+    "AgentWorker",
+    "EmbeddedWorkers",
+    "RunOutcome",
+    "Runner",
+    "cannot_evaluate",
+    "sandboxed_runner",
+    "worker_state",
+]
 
 logger = logging.getLogger("palaestra.scoreboard.worker")
 
@@ -82,7 +91,9 @@ def sandboxed_runner(config: ServerConfig) -> Runner:
             on_episode: Callable[[int, float], None]) -> RunOutcome:  # fmt: skip
         from palaestra.agents.artifact import SandboxLimits, run_sandboxed
 
-        limits = SandboxLimits(allow_unconfined=config.agent_unconfined)
+        limits = SandboxLimits(
+            wall_seconds=float(config.agent_wall_s), allow_unconfined=config.agent_unconfined
+        )
         result = run_sandboxed(model, descriptor, seeds, directory, limits, on_episode=on_episode)
         return RunOutcome(bool(result.ok), result.reason, result.log or "")
 
@@ -344,6 +355,23 @@ def _internal_request(state: ServerState) -> Request:
         "client": ("127.0.0.1", 0),
     }
     return Request(scope)
+
+
+def worker_state(config: ServerConfig) -> ServerState:
+    """What a ``palaestra worker`` needs of a board: its database (never migrated here: that is the
+    server's to do) and its store. It signs no upload form, so it needs no copy of the servers'
+    upload secret: a key of its own process stands in."""
+    import secrets
+
+    from palaestra.scoreboard.server.signing import SigningKeys, UploadSecret, secret_path
+    from palaestra.scoreboard.server.state import open_database
+    from palaestra.scoreboard.server.storage import open_store
+
+    db = open_database(config, migrate_now=False)
+    store = open_store(config.storage_url, config.s3_endpoint_url)
+    store.check()
+    signing = UploadSecret(secret_path(config), SigningKeys(secrets.token_bytes(32)), SYSTEM_CLOCK)
+    return ServerState(config=config, db=db, store=store, signing=signing)
 
 
 class EmbeddedWorkers:

@@ -75,6 +75,7 @@ ENV_LIMITS = {
     "PALAESTRA_RATE_LIMIT_AGENTS_PER_HOUR": "agents_per_hour",
     "PALAESTRA_AGENT_LEASE_S": "agent_lease_s",
     "PALAESTRA_AGENT_MAX_ATTEMPTS": "agent_max_attempts",
+    "PALAESTRA_AGENT_WALL_S": "agent_wall_s",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -93,6 +94,8 @@ DEFAULT_MAX_AGENT_BYTES = 64 * 1024 * 1024
 DEFAULT_AGENTS_PER_HOUR = 30
 DEFAULT_AGENT_LEASE_S = 60
 DEFAULT_AGENT_MAX_ATTEMPTS = 3
+#: The wall-clock limit of one job's run in the sandbox (100 Atari episodes at 27,000 steps are minutes).
+DEFAULT_AGENT_WALL_S = 3600
 
 
 def default_data_dir() -> Path:
@@ -170,6 +173,7 @@ class ServerConfig:
     agents_per_hour: int = DEFAULT_AGENTS_PER_HOUR
     agent_lease_s: int = DEFAULT_AGENT_LEASE_S
     agent_max_attempts: int = DEFAULT_AGENT_MAX_ATTEMPTS
+    agent_wall_s: int = DEFAULT_AGENT_WALL_S
     #: run agents without the sandbox where the kernel cannot give one (namespaces forbidden): the
     #: operator's explicit choice (``PALAESTRA_AGENT_UNCONFINED=1``); otherwise the worker refuses to start
     agent_unconfined: bool = False
