@@ -236,3 +236,22 @@ def test_hostile_or_broken_agents_are_refused_with_their_reason_and_the_board_ke
     assert accepted.headers["Location"].endswith(f"/v1/agents/{accepted.json()['id']}")
     missing = httpx.get(f"{server.url}/v1/agents/job_nope", timeout=30)
     assert missing.status_code == 404 and "job_nope" in missing.json()["detail"]
+
+
+def test_a_worker_with_ray_runs_the_jobs_episodes_as_a_ray_task(scoreboard_factory: Any, tmp_path: Path) -> None:
+    """On a local Ray instance (``--ray local``, started by the worker: about 10 s here)."""
+    pytest.importorskip("ray")
+    server: ScoreboardServer = scoreboard_factory(env=NO_EMBEDDED_WORKER)
+    model = write_cartpole_agent(tmp_path / "agent")
+    result = upload_agent(server, model, "--episodes", "2")
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip().splitlines()[-1]
+    worker = subprocess.run(
+        [*PALAESTRA_COMMAND, "worker", "--ray", "local", "--once"],
+        env={**server.env, "RAY_ADDRESS": ""}, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )  # fmt: skip
+    assert worker.returncode == 0, worker.stdout + worker.stderr
+    job = get_job(server, job_id)
+    assert job["status"] == "done" and job["returns"] == [500.0, 500.0], job
+    evaluation = httpx.get(f"{server.url}/v1/evaluations/{job['evaluation_id']}", timeout=30).json()
+    assert evaluation["verified"] and evaluation["videos"] and evaluation["score"]["number_episodes"] == 2
