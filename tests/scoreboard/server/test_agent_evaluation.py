@@ -231,9 +231,16 @@ def test_hostile_or_broken_agents_are_refused_with_their_reason_and_the_board_ke
     assert count_rows(server, "agent_jobs") == 0
     assert httpx.get(f"{server.url}/v1/health", timeout=30).status_code == 200
 
-    accepted = post({"model": ("m.onnx", good), "descriptor": ("d.json", descriptor)}, {"episodes": "2"})
+    keyed = {**headers, "Idempotency-Key": "agent-once"}
+    files = {"model": ("m.onnx", good), "descriptor": ("d.json", descriptor)}
+    accepted = post(files, {"episodes": "2"}, headers=keyed)
     assert accepted.status_code == 202, accepted.text
     assert accepted.headers["Location"].endswith(f"/v1/agents/{accepted.json()['id']}")
+    retried = post(files, {"episodes": "2"}, headers=keyed)  # a retry after a lost answer: the same job
+    assert retried.status_code == 202 and retried.json()["id"] == accepted.json()["id"]
+    assert retried.headers["Idempotent-Replayed"] == "true" and count_rows(server, "agent_jobs") == 1
+    reused = post(files, {"episodes": "3"}, headers=keyed)
+    assert reused.status_code == 409 and "Idempotency-Key" in reused.json()["detail"]
     missing = httpx.get(f"{server.url}/v1/agents/job_nope", timeout=30)
     assert missing.status_code == 404 and "job_nope" in missing.json()["detail"]
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,7 +61,9 @@ def submit_agent(
         "model": (model_path.name, model_path.read_bytes(), "application/octet-stream"),
         "descriptor": (descriptor_path.name, descriptor_path.read_bytes(), "application/json"),
     }
-    answer = client.http.post_multipart(f"{protocol.API_PREFIX}{AGENTS_PATH}", fields, files)
+    # one key per submission: a retry after a lost answer gets the job queued first, never a second one
+    key = f"agent-{uuid.uuid4().hex}"
+    answer = client.http.post_multipart(f"{protocol.API_PREFIX}{AGENTS_PATH}", fields, files, key)
     return AgentJobObject.model_validate(answer)
 
 

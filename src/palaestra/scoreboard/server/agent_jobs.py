@@ -1,7 +1,8 @@
 """Agent evaluations as jobs in the database: queued by ``POST /v1/agents``, run by workers.
 
-- :func:`queue_job`: the checked artifact stored under its sha256, the seeds drawn (``secrets``, after
-  the upload: the uploader cannot have tuned the policy to them), one ``queued`` row;
+- :func:`queue_job` (:func:`store_artifact`, then :func:`add_job`): the checked artifact stored under
+  its sha256, the seeds drawn (``secrets``, after the upload: the uploader cannot have tuned the
+  policy to them), one ``queued`` row;
 - :func:`claim_next`: a worker takes the oldest queued job, atomically on both databases (PostgreSQL:
   ``SELECT ... FOR UPDATE SKIP LOCKED``, so that workers never wait on each other's rows; SQLite: the
   writers' lock and a conditional ``UPDATE ... WHERE status = 'queued'``), with a fresh lease id and
@@ -47,6 +48,7 @@ __all__ = [
     "ARTIFACT_PREFIX",
     "Claim",
     "LeaseLost",
+    "add_job",
     "claim_next",
     "draw_seeds",
     "fail",
@@ -58,6 +60,7 @@ __all__ = [
     "recent_jobs",
     "release",
     "requeue_expired",
+    "store_artifact",
     "worker_name",
 ]
 
@@ -106,6 +109,52 @@ def worker_name() -> str:
 # -- queueing ----------------------------------------------------------------------------------------
 
 
+def store_artifact(state: ServerState, artifact: bytes) -> tuple[str, str]:
+    """Store the (checked) artifact's bytes under their sha256; ``(key, sha256)``."""
+    digest = hashlib.sha256(artifact).hexdigest()
+    key = f"{ARTIFACT_PREFIX}{digest}.onnx"
+    if state.store.size(key) != len(artifact):  # the same bytes stored before are kept as they are
+        state.store.put_bytes(key, artifact)
+    return key, digest
+
+
+def add_job(
+    session: Session,
+    state: ServerState,
+    principal: Principal,
+    *,
+    artifact: tuple[str, str, int],
+    descriptor: dict[str, Any],
+    env_id: str,
+    episodes: int,
+    algorithm_ref: str | None = None,
+    writeup: str | None = None,
+) -> AgentJob:
+    """A queued job in ``session``'s transaction: ``artifact`` is ``(key, sha256, size)`` of the stored
+    file; the seeds are drawn now."""
+    key, digest, size = artifact
+    job = AgentJob(
+        id=new_id("agent_job"),
+        user_seq=principal.user_seq,
+        env_id=env_id,
+        algorithm_ref=algorithm_ref,
+        writeup=writeup,
+        artifact_sha256=digest,
+        artifact_key=key,
+        artifact_size=size,
+        descriptor=descriptor,
+        episodes=episodes,
+        seeds=draw_seeds(episodes),
+        status="queued",
+        attempts=0,
+        returns=[],
+        created=state.clock.now(),
+    )
+    session.add(job)
+    session.flush()
+    return job
+
+
 def queue_job(
     state: ServerState,
     principal: Principal,
@@ -118,31 +167,12 @@ def queue_job(
     writeup: str | None = None,
 ) -> AgentJob:
     """Store the (checked) artifact and queue its evaluation; the new row."""
-    digest = hashlib.sha256(artifact).hexdigest()
-    key = f"{ARTIFACT_PREFIX}{digest}.onnx"
-    if state.store.size(key) != len(artifact):  # the same bytes stored before are kept as they are
-        state.store.put_bytes(key, artifact)
-    job = AgentJob(
-        id=new_id("agent_job"),
-        user_seq=principal.user_seq,
-        env_id=env_id,
-        algorithm_ref=algorithm_ref,
-        writeup=writeup,
-        artifact_sha256=digest,
-        artifact_key=key,
-        artifact_size=len(artifact),
-        descriptor=descriptor,
-        episodes=episodes,
-        seeds=draw_seeds(episodes),
-        status="queued",
-        attempts=0,
-        returns=[],
-        created=state.clock.now(),
-    )
+    key, digest = store_artifact(state, artifact)
     with state.db.write() as session:
-        session.add(job)
-        session.flush()
-    return job
+        return add_job(
+            session, state, principal, artifact=(key, digest, len(artifact)), descriptor=descriptor,
+            env_id=env_id, episodes=episodes, algorithm_ref=algorithm_ref, writeup=writeup,
+        )  # fmt: skip
 
 
 def recent_jobs(state: ServerState, user_seq: int, seconds: float) -> int:

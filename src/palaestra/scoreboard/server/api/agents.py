@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
+from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 
 from palaestra.scoreboard import protocol
@@ -27,31 +28,43 @@ from palaestra.scoreboard.agent_protocol import (
 from palaestra.scoreboard.server import agent_jobs
 from palaestra.scoreboard.server.api.common import answer, base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
+from palaestra.scoreboard.server.api.idempotency import Idempotency
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.deps import run_blocking
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.rate_limits import UPLOAD_WINDOW_S, too_many
 from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.storage import sha256_of
 
 __all__ = ["router"]
 
 router = APIRouter(prefix=AGENTS_PATH, tags=["agents"])
 
 
+class _Upload(protocol.Request):
+    """What an ``Idempotency-Key`` of ``POST /v1/agents`` stands for: the same files and fields."""
+
+    model_sha256: str
+    descriptor_sha256: str
+    fields: dict[str, str]
+
+
 @router.post("", status_code=202, response_model=AgentJobObject)
 async def upload_agent(request: Request, principal: CurrentUser, state: State) -> Response:
-    """Queue the board's own evaluation of an agent artifact: ``model`` (.onnx) + ``descriptor`` (JSON)."""
+    """Queue the board's own evaluation of an agent artifact: ``model`` (.onnx) + ``descriptor`` (JSON).
+
+    An ``Idempotency-Key`` (the client sends one per command) makes a retried upload the same job."""
     form = await request.form(max_files=2, max_fields=10)
     try:
         model, descriptor = await _parts(state, form)
         fields = {name: form.get(name) for name in ("algorithm", "writeup", "episodes")}
-        job = await run_blocking(state, _queue, state, principal, model, descriptor, fields, small=False)
+        response = await run_blocking(
+            state, _queue, state, request, principal, model, descriptor, fields, small=False
+        )
     finally:
         await form.close()
-    body = agent_jobs.job_object(job, principal.user_name, base_url(state, request))
-    location = f"{base_url(state, request)}{protocol.API_PREFIX}{AGENTS_PATH}/{job.id}"
-    response = answer(body, 202)
-    response.headers["Location"] = location
+    job_id = json.loads(bytes(response.body))["id"]
+    response.headers["Location"] = f"{base_url(state, request)}{protocol.API_PREFIX}{AGENTS_PATH}/{job_id}"
     return response
 
 
@@ -89,8 +102,18 @@ async def _parts(state: ServerState, form: Any) -> tuple[bytes, bytes]:
 
 
 def _queue(
-    state: ServerState, principal: Principal, model: bytes, descriptor: bytes, fields: dict[str, Any]
-) -> Any:
+    state: ServerState,
+    request: Request,
+    principal: Principal,
+    model: bytes,
+    descriptor: bytes,
+    fields: dict[str, Any],
+) -> Response:
+    texts = {name: value for name, value in fields.items() if isinstance(value, str)}
+    upload = _Upload(model_sha256=sha256_of(model), descriptor_sha256=sha256_of(descriptor), fields=texts)
+    idempotency = Idempotency.of(request, principal, upload)
+    if (stored := idempotency.stored_answer(state.db)) is not None:
+        return stored  # a retried upload: its job, not a second one
     _check_rate(state, principal)
     episodes = _episodes(fields.get("episodes"))
     algorithm = _text(fields.get("algorithm"), "algorithm")
@@ -101,16 +124,17 @@ def _queue(
         except ValueError as e:
             raise Problem(400, str(e), "writeup") from None
     checked = _check_artifact(state, model, descriptor)
-    return agent_jobs.queue_job(
-        state,
-        principal,
-        artifact=model,
-        descriptor=checked["descriptor"],
-        env_id=checked["env_id"],
-        episodes=episodes,
-        algorithm_ref=algorithm,
-        writeup=writeup,
-    )
+    key, digest = agent_jobs.store_artifact(state, model)
+    base = base_url(state, request)
+
+    def create(session: Session) -> tuple[int, AgentJobObject]:
+        job = agent_jobs.add_job(
+            session, state, principal, artifact=(key, digest, len(model)), descriptor=checked["descriptor"],
+            env_id=checked["env_id"], episodes=episodes, algorithm_ref=algorithm, writeup=writeup,
+        )  # fmt: skip
+        return 202, agent_jobs.job_object(job, principal.user_name, base)
+
+    return idempotency.create(state.db, create)
 
 
 def _check_rate(state: ServerState, principal: Principal) -> None:
