@@ -375,29 +375,32 @@ def worker_state(config: ServerConfig) -> ServerState:
 
 
 class EmbeddedWorkers:
-    """The workers ``palaestra server`` runs in its own process (``embedded_workers`` threads)."""
+    """The workers ``palaestra server`` runs in its own process (``embedded_workers`` threads). Each
+    first asks whether this machine can run agents at all (:func:`cannot_evaluate`: a sandbox probe,
+    done in the thread so that the server's start does not wait on it) and says once why not."""
 
     def __init__(self, state: ServerState, count: int, runner: Runner | None = None) -> None:
-        self._config = state.config
         self._stop = threading.Event()
         self._threads = [
             threading.Thread(
-                target=AgentWorker(state, runner, f"{agent_jobs.worker_name()}/embedded-{i}").run_forever,
-                args=(self._stop,),
+                target=self._run,
+                args=(AgentWorker(state, runner, f"{agent_jobs.worker_name()}/embedded-{i}"),),
                 name=f"palaestra-agent-worker-{i}",
                 daemon=True,
             )
             for i in range(count)
         ]
 
-    def start(self) -> EmbeddedWorkers:
-        """Start them, unless this machine cannot run agents (said once, in the log)."""
-        why = cannot_evaluate(self._config)
+    def _run(self, worker: AgentWorker) -> None:
+        why = cannot_evaluate(worker.state.config)
         if why is not None:
             logger.warning(
-                "No agent worker runs in this server: %s. Agents uploaded wait for a `palaestra worker`.", why
+                "No agent worker runs in this server: %s. Uploaded agents wait for a `palaestra worker`.", why
             )
-            return self
+            return
+        worker.run_forever(self._stop)
+
+    def start(self) -> EmbeddedWorkers:
         for thread in self._threads:
             thread.start()
         return self
@@ -406,5 +409,4 @@ class EmbeddedWorkers:
         """Stop taking jobs; a job in progress is left to its lease (it runs again elsewhere)."""
         self._stop.set()
         for thread in self._threads:
-            if thread.is_alive():
-                thread.join(timeout=5)
+            thread.join(timeout=5)
