@@ -53,8 +53,11 @@ __all__ = [
     "SandboxLimits",
     "SandboxResult",
     "SandboxUnavailable",
+    "child_environment",
+    "confined_command",
     "run_sandboxed",
     "sandbox_unavailable_reason",
+    "seccomp_program",
 ]
 
 #: The evaluator's module, run with ``python -m``.
@@ -184,28 +187,17 @@ def run_sandboxed(
         ]
         pass_fds = [report_write]
         if confined:
-            seccomp_fd = _seccomp_program()
+            seccomp_fd = seccomp_program()
             stack.callback(_close_quietly, seccomp_fd)
             pass_fds.append(seccomp_fd)
-            command = [
-                *_bwrap_command(limits, model, descriptor, out, seccomp_fd),
-                sys.executable,
-                "-m",
-                CHILD_MODULE,
-                "--model",
-                MODEL_INSIDE,
-                "--descriptor",
-                DESCRIPTOR_INSIDE,
-                "--directory",
-                OUT_INSIDE,
-                *arguments,
-            ]
+            program = [sys.executable, "-m", CHILD_MODULE, "--model", MODEL_INSIDE, "--descriptor", DESCRIPTOR_INSIDE]
+            program += ["--directory", OUT_INSIDE, *arguments]
+            command = confined_command(program, limits, model, descriptor, out, seccomp_fd)
             cwd = "/"
         else:
             command = [sys.executable, "-m", CHILD_MODULE, "--model", model, "--descriptor", descriptor]
-            command += ["--directory", out, *arguments]
+            command = [*_prlimit(limits), *command, "--directory", out, *arguments]
             cwd = out
-        command = [*_prlimit(limits), *command]
         header = (
             f"palaestra agent sandbox: {'bubblewrap + seccomp' if confined else 'UNCONFINED (' + str(reason) + ')'}; "
             f"limits: {limits.describe()}\n"
@@ -218,7 +210,7 @@ def run_sandboxed(
                 stdout=stderr,
                 stderr=stderr,
                 pass_fds=pass_fds,
-                env=_child_environment(),
+                env=child_environment(),
                 cwd=cwd,
                 start_new_session=True,  # one process group: the wall limit kills all of it
             )
@@ -402,13 +394,25 @@ def _python_paths() -> list[str]:
     return kept
 
 
-def _bwrap_command(limits: SandboxLimits, model: str, descriptor: str, out: str, seccomp_fd: int) -> list[str]:
+def confined_command(
+    program: Sequence[str], limits: SandboxLimits, model: str, descriptor: str, out: str, seccomp_fd: int
+) -> list[str]:
+    """The command line that runs ``program`` in the sandbox, as :func:`run_sandboxed` runs the
+    evaluator: ``prlimit`` with the limits, then bubblewrap with the model and descriptor at
+    ``/agent/`` (read-only), ``out`` at ``/out`` (the one writable place) and the seccomp program
+    read from ``seccomp_fd`` (:func:`seccomp_program`; pass it to the child). Run it with
+    :func:`child_environment` as its environment."""
     bwrap = shutil.which(limits.bwrap) or limits.bwrap
     command = [
+        *_prlimit(limits),
         bwrap,
         "--unshare-all",
         "--unshare-user",  # --unshare-all only tries it, and as root skips it
         "--disable-userns",
+        "--uid",
+        "65534",  # nobody inside; the files it writes in /out are the caller's outside
+        "--gid",
+        "65534",
         "--die-with-parent",
         "--new-session",
         "--cap-drop",
@@ -429,11 +433,11 @@ def _bwrap_command(limits: SandboxLimits, model: str, descriptor: str, out: str,
     for path in _python_paths():
         command += _bind_ro(path)
     command += ["--ro-bind", model, MODEL_INSIDE, "--ro-bind", descriptor, DESCRIPTOR_INSIDE]
-    command += ["--bind", out, OUT_INSIDE, "--chdir", "/tmp", "--seccomp", str(seccomp_fd)]
+    command += ["--bind", out, OUT_INSIDE, "--chdir", "/tmp", "--seccomp", str(seccomp_fd), *program]
     return command
 
 
-def _child_environment() -> dict[str, str]:
+def child_environment() -> dict[str, str]:
     """A clean environment: no secrets of the caller's, palaestra's import path, one thread."""
     environment = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -502,7 +506,7 @@ DENIED_SYSCALLS = (
 )
 
 
-def _seccomp_program() -> int:
+def seccomp_program() -> int:
     """The seccomp filter as a BPF program in an anonymous file, for ``bwrap --seccomp FD``."""
     import socket
 
