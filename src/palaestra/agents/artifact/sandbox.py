@@ -377,16 +377,30 @@ def _system_binds() -> list[str]:
     return binds
 
 
+def _import_paths() -> list[str]:
+    """The import paths the evaluator needs: palaestra's own (its source folder in a development
+    checkout) and those inside Python's prefixes (the standard library, site-packages). Nothing else of
+    ``sys.path``: the current directory of a ``python -m`` server may hold its database."""
+    import palaestra
+
+    prefixes = [os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}]
+    own = os.path.dirname(os.path.dirname(os.path.realpath(palaestra.__file__)))
+    paths = [own]
+    for entry in sys.path:
+        real = os.path.realpath(entry) if entry else ""
+        if real and os.path.isdir(real) and any(real == p or real.startswith(p + "/") for p in prefixes):
+            paths.append(real)
+    return list(dict.fromkeys(paths))
+
+
 def _python_paths() -> list[str]:
-    """The directories this Python and palaestra are read from: prefixes, import paths, the
-    interpreter's own directory; the most general first, so that a bind inside another stays."""
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    """The directories bound read-only for Python: its prefixes, the interpreter's folder and the
+    import paths; the outermost of nested ones only."""
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *_import_paths()}
     candidates.add(os.path.dirname(os.path.realpath(sys.executable)))
     candidates.add(os.path.dirname(os.path.abspath(sys.executable)))
-    candidates.update(p for p in sys.path if p)
     real = {os.path.realpath(p) for p in candidates} | {os.path.abspath(p) for p in candidates}
     existing = sorted(p for p in real if os.path.isdir(p) and not p.startswith(("/usr/", "/proc")) and p != "/")
-    # keep only the outermost of nested directories
     kept: list[str] = []
     for path in existing:
         if not any(path.startswith(k.rstrip("/") + "/") for k in kept):
@@ -443,7 +457,7 @@ def child_environment() -> dict[str, str]:
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
         "LANG": "C.UTF-8",
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)),
+        "PYTHONPATH": os.pathsep.join(_import_paths()),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
         "OMP_NUM_THREADS": "1",
