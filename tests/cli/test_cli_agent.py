@@ -13,14 +13,10 @@ from tests.cli.cli_helpers import cli_env, palaestra
 
 pytest.importorskip("onnxruntime", reason="the 'agents' extra is not installed")
 
-from palaestra.agents.artifact import AgentDescriptor, sandbox_unavailable_reason  # noqa: E402
-from palaestra.agents.artifact.examples import sb3_cartpole_model, write_agent  # noqa: E402
-from palaestra.monitoring.results import load_results  # noqa: E402
-from tests.agents.artifact.hostile import KILLED, REFUSED  # noqa: E402
-
-needs_sandbox = pytest.mark.skipif(
-    sandbox_unavailable_reason() is not None, reason=f"no agent sandbox here: {sandbox_unavailable_reason()}"
-)
+from palaestra.agents.artifact import AgentDescriptor
+from palaestra.agents.artifact.examples import sb3_cartpole_model, write_agent
+from palaestra.monitoring.results import load_results
+from tests.agents.artifact.hostile import KILLED, REFUSED
 
 
 @pytest.fixture
@@ -31,8 +27,9 @@ def cartpole(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
-@needs_sandbox
-def test_check_evaluates_the_model_in_the_sandbox_and_prints_its_score(cartpole: Path, tmp_path: Path) -> None:
+def test_check_evaluates_the_model_in_the_sandbox_and_prints_its_score(
+    cartpole: Path, tmp_path: Path, sandbox: None
+) -> None:
     done = palaestra("agent", "check", str(cartpole), "--episodes", "2", "--seed", "7", "--no-video")
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
@@ -58,8 +55,7 @@ def test_check_refuses_a_hostile_model_in_one_line_naming_the_problem(tmp_path: 
 
 
 @pytest.mark.slow
-@needs_sandbox
-def test_check_reports_a_run_the_sandbox_stopped_with_its_reason(tmp_path: Path) -> None:
+def test_check_reports_a_run_the_sandbox_stopped_with_its_reason(tmp_path: Path, sandbox: None) -> None:
     hostile = next(h for h in KILLED if h.name == "nan_output_from_zero_over_zero")
     model, _ = write_agent(hostile.build(), hostile.descriptor, tmp_path / "agent.onnx")
     done = palaestra("agent", "check", model, "--episodes", "1", "--no-video")
