@@ -35,6 +35,7 @@ COMMAND_MODULES = (
     "users",
     "login",
     "upload",
+    "agent",
     "worker",
     "import_",
     "benchmark",

@@ -53,8 +53,11 @@ __all__ = [
     "SandboxLimits",
     "SandboxResult",
     "SandboxUnavailable",
+    "child_environment",
+    "confined_command",
     "run_sandboxed",
     "sandbox_unavailable_reason",
+    "seccomp_program",
 ]
 
 #: The evaluator's module, run with ``python -m``.
@@ -184,28 +187,17 @@ def run_sandboxed(
         ]
         pass_fds = [report_write]
         if confined:
-            seccomp_fd = _seccomp_program()
+            seccomp_fd = seccomp_program()
             stack.callback(_close_quietly, seccomp_fd)
             pass_fds.append(seccomp_fd)
-            command = [
-                *_bwrap_command(limits, model, descriptor, out, seccomp_fd),
-                sys.executable,
-                "-m",
-                CHILD_MODULE,
-                "--model",
-                MODEL_INSIDE,
-                "--descriptor",
-                DESCRIPTOR_INSIDE,
-                "--directory",
-                OUT_INSIDE,
-                *arguments,
-            ]
+            program = [sys.executable, "-m", CHILD_MODULE, "--model", MODEL_INSIDE, "--descriptor", DESCRIPTOR_INSIDE]
+            program += ["--directory", OUT_INSIDE, *arguments]
+            command = confined_command(program, limits, model, descriptor, out, seccomp_fd)
             cwd = "/"
         else:
             command = [sys.executable, "-m", CHILD_MODULE, "--model", model, "--descriptor", descriptor]
-            command += ["--directory", out, *arguments]
+            command = [*_prlimit(limits), *command, "--directory", out, *arguments]
             cwd = out
-        command = [*_prlimit(limits), *command]
         header = (
             f"palaestra agent sandbox: {'bubblewrap + seccomp' if confined else 'UNCONFINED (' + str(reason) + ')'}; "
             f"limits: {limits.describe()}\n"
@@ -218,7 +210,7 @@ def run_sandboxed(
                 stdout=stderr,
                 stderr=stderr,
                 pass_fds=pass_fds,
-                env=_child_environment(),
+                env=child_environment(),
                 cwd=cwd,
                 start_new_session=True,  # one process group: the wall limit kills all of it
             )
@@ -385,16 +377,30 @@ def _system_binds() -> list[str]:
     return binds
 
 
+def _import_paths() -> list[str]:
+    """The import paths the evaluator needs: palaestra's own (its source folder in a development
+    checkout) and those inside Python's prefixes (the standard library, site-packages). Nothing else of
+    ``sys.path``: the current directory of a ``python -m`` server may hold its database."""
+    import palaestra
+
+    prefixes = [os.path.realpath(p) for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}]
+    own = os.path.dirname(os.path.dirname(os.path.realpath(palaestra.__file__)))
+    paths = [own]
+    for entry in sys.path:
+        real = os.path.realpath(entry) if entry else ""
+        if real and os.path.isdir(real) and any(real == p or real.startswith(p + "/") for p in prefixes):
+            paths.append(real)
+    return list(dict.fromkeys(paths))
+
+
 def _python_paths() -> list[str]:
-    """The directories this Python and palaestra are read from: prefixes, import paths, the
-    interpreter's own directory; the most general first, so that a bind inside another stays."""
-    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    """The directories bound read-only for Python: its prefixes, the interpreter's folder and the
+    import paths; the outermost of nested ones only."""
+    candidates = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *_import_paths()}
     candidates.add(os.path.dirname(os.path.realpath(sys.executable)))
     candidates.add(os.path.dirname(os.path.abspath(sys.executable)))
-    candidates.update(p for p in sys.path if p)
     real = {os.path.realpath(p) for p in candidates} | {os.path.abspath(p) for p in candidates}
     existing = sorted(p for p in real if os.path.isdir(p) and not p.startswith(("/usr/", "/proc")) and p != "/")
-    # keep only the outermost of nested directories
     kept: list[str] = []
     for path in existing:
         if not any(path.startswith(k.rstrip("/") + "/") for k in kept):
@@ -402,13 +408,25 @@ def _python_paths() -> list[str]:
     return kept
 
 
-def _bwrap_command(limits: SandboxLimits, model: str, descriptor: str, out: str, seccomp_fd: int) -> list[str]:
+def confined_command(
+    program: Sequence[str], limits: SandboxLimits, model: str, descriptor: str, out: str, seccomp_fd: int
+) -> list[str]:
+    """The command line that runs ``program`` in the sandbox, as :func:`run_sandboxed` runs the
+    evaluator: ``prlimit`` with the limits, then bubblewrap with the model and descriptor at
+    ``/agent/`` (read-only), ``out`` at ``/out`` (the one writable place) and the seccomp program
+    read from ``seccomp_fd`` (:func:`seccomp_program`; pass it to the child). Run it with
+    :func:`child_environment` as its environment."""
     bwrap = shutil.which(limits.bwrap) or limits.bwrap
     command = [
+        *_prlimit(limits),
         bwrap,
         "--unshare-all",
         "--unshare-user",  # --unshare-all only tries it, and as root skips it
         "--disable-userns",
+        "--uid",
+        "65534",  # nobody inside; the files it writes in /out are the caller's outside
+        "--gid",
+        "65534",
         "--die-with-parent",
         "--new-session",
         "--cap-drop",
@@ -429,17 +447,17 @@ def _bwrap_command(limits: SandboxLimits, model: str, descriptor: str, out: str,
     for path in _python_paths():
         command += _bind_ro(path)
     command += ["--ro-bind", model, MODEL_INSIDE, "--ro-bind", descriptor, DESCRIPTOR_INSIDE]
-    command += ["--bind", out, OUT_INSIDE, "--chdir", "/tmp", "--seccomp", str(seccomp_fd)]
+    command += ["--bind", out, OUT_INSIDE, "--chdir", "/tmp", "--seccomp", str(seccomp_fd), *program]
     return command
 
 
-def _child_environment() -> dict[str, str]:
+def child_environment() -> dict[str, str]:
     """A clean environment: no secrets of the caller's, palaestra's import path, one thread."""
     environment = {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
         "HOME": "/tmp",
         "LANG": "C.UTF-8",
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p)),
+        "PYTHONPATH": os.pathsep.join(_import_paths()),
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
         "OMP_NUM_THREADS": "1",
@@ -502,7 +520,7 @@ DENIED_SYSCALLS = (
 )
 
 
-def _seccomp_program() -> int:
+def seccomp_program() -> int:
     """The seccomp filter as a BPF program in an anonymous file, for ``bwrap --seccomp FD``."""
     import socket
 
