@@ -45,6 +45,7 @@ def upload_agent(server: ScoreboardServer, model: Path, *args: str) -> subproces
     return upload(server, "--agent", str(model), *args)
 
 
+@pytest.mark.usefixtures("sandbox")
 def test_a_cartpole_policy_uploaded_is_evaluated_by_a_worker_process_and_shown_verified_with_video(
     scoreboard_factory: Any, tmp_path: Path
 ) -> None:
@@ -106,6 +107,7 @@ def record_random_cartpole(directory: Path, episodes: int = 3) -> Path:
     return directory
 
 
+@pytest.mark.usefixtures("sandbox")
 def test_a_run_killed_at_the_wall_clock_limit_fails_its_job_with_the_reason_and_the_log_on_its_page(
     scoreboard_factory: Any, tmp_path: Path
 ) -> None:
@@ -123,6 +125,7 @@ def test_a_run_killed_at_the_wall_clock_limit_fails_its_job_with_the_reason_and_
     assert "Failed: killed: the wall-clock limit" in page and 'id="failure-log"' in page
 
 
+@pytest.mark.usefixtures("sandbox")
 def test_a_worker_on_another_machine_evaluates_against_postgresql_and_s3(
     scoreboard_factory: Any, postgres_url: str, s3_storage: tuple[str, dict[str, str]], tmp_path: Path
 ) -> None:
@@ -147,10 +150,13 @@ def test_a_worker_on_another_machine_evaluates_against_postgresql_and_s3(
     evaluation = httpx.get(f"{server.url}/v1/evaluations/{job['evaluation_id']}", timeout=30).json()
     assert evaluation["verified"] and evaluation["verification"]["seeds"] == job["seeds"]
     video = evaluation["videos"][0]["name"]
-    played = httpx.get(f"{server.url}/evaluations/{job['evaluation_id']}/videos/{video}", timeout=30, follow_redirects=True)
+    played = httpx.get(
+        f"{server.url}/evaluations/{job['evaluation_id']}/videos/{video}", timeout=30, follow_redirects=True
+    )
     assert played.status_code == 200 and len(played.content) > 1000
 
 
+@pytest.mark.usefixtures("sandbox")
 def test_a_worker_killed_mid_job_loses_only_that_jobs_progress_and_the_job_is_stored_once(
     scoreboard_factory: Any, tmp_path: Path
 ) -> None:
@@ -186,7 +192,9 @@ def test_a_worker_killed_mid_job_loses_only_that_jobs_progress_and_the_job_is_st
     assert evaluation["score"]["number_episodes"] == 6  # the second run's six, none of the first's
 
 
-def test_an_upload_without_wait_answers_at_once_with_the_queued_job(scoreboard_factory: Any, tmp_path: Path) -> None:
+def test_an_upload_without_wait_answers_at_once_with_the_queued_job(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
     server: ScoreboardServer = scoreboard_factory(env=NO_EMBEDDED_WORKER)
     model = write_cartpole_agent(tmp_path / "agent")
     result = upload_agent(server, model, "--episodes", "2", "--json")
@@ -194,6 +202,54 @@ def test_an_upload_without_wait_answers_at_once_with_the_queued_job(scoreboard_f
     doc = json.loads(result.stdout.strip().splitlines()[-1])
     assert doc["status"] == "queued" and doc["evaluation_id"] is None
     assert get_job(server, doc["id"])["status"] == "queued"
+
+
+def test_every_refused_artifact_of_the_hostile_corpus_gets_one_4xx_naming_its_problem(
+    scoreboard_factory: Any,
+) -> None:
+    from tests.agents.artifact.hostile import REFUSED
+
+    server: ScoreboardServer = scoreboard_factory(env=NO_EMBEDDED_WORKER)
+    with httpx.Client(
+        base_url=server.url, headers={"Authorization": f"Bearer {server.api_key}"}, timeout=60
+    ) as c:
+        before = c.get("/envs/CartPole-v1").status_code
+        for hostile in REFUSED:
+            files = {
+                "model": ("m.onnx", hostile.build()),
+                "descriptor": ("m.json", hostile.descriptor.to_json()),
+            }
+            refused = c.post("/v1/agents", files=files)
+            assert refused.status_code == 400, (hostile.name, refused.text)
+            assert hostile.reason in refused.json()["detail"], hostile.name
+        assert c.get("/v1/health").status_code == 200 and c.get("/envs/CartPole-v1").status_code == before
+    assert count_rows(server, "agent_jobs") == 0 and count_rows(server, "files") == 0
+
+
+@pytest.mark.usefixtures("sandbox")
+def test_an_artifact_that_passes_the_checks_and_misbehaves_when_run_fails_its_job_with_the_reason(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
+    from palaestra.agents.artifact.examples import write_agent
+    from tests.agents.artifact.hostile import KILLED
+
+    hostile = next(h for h in KILLED if h.name == "nan_output_from_zero_over_zero")
+    server: ScoreboardServer = scoreboard_factory(env=NO_EMBEDDED_WORKER)
+    model, _ = write_agent(hostile.build(), hostile.descriptor, tmp_path / "nan.onnx")
+    queued = upload_agent(server, Path(model), "--episodes", "2")
+    assert queued.returncode == 0, queued.stderr
+    job_id = queued.stdout.strip().splitlines()[-1]
+    worker = subprocess.run(
+        [*PALAESTRA_COMMAND, "worker", "--once"],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert worker.returncode == 0, worker.stderr
+    job = get_job(server, job_id)
+    assert job["status"] == "failed" and hostile.reason in job["reason"] and job["log_tail"]
+    assert count_rows(server, "evaluations") == 0
 
 
 def test_hostile_or_broken_agents_are_refused_with_their_reason_and_the_board_keeps_serving(
@@ -207,7 +263,9 @@ def test_hostile_or_broken_agents_are_refused_with_their_reason_and_the_board_ke
     headers = {"Authorization": f"Bearer {server.api_key}"}
 
     def post(files: dict[str, Any], data: dict[str, str] | None = None, **kw: Any) -> httpx.Response:
-        return httpx.post(f"{server.url}/v1/agents", files=files, data=data, timeout=60, **{"headers": headers, **kw})
+        return httpx.post(
+            f"{server.url}/v1/agents", files=files, data=data, timeout=60, **{"headers": headers, **kw}
+        )
 
     refusals = [
         (post({"model": ("m.onnx", b"\x08\x07not a protobuf at all" * 10), "descriptor": ("d.json", descriptor)}),
@@ -245,7 +303,10 @@ def test_hostile_or_broken_agents_are_refused_with_their_reason_and_the_board_ke
     assert missing.status_code == 404 and "job_nope" in missing.json()["detail"]
 
 
-def test_a_worker_with_ray_runs_the_jobs_episodes_as_a_ray_task(scoreboard_factory: Any, tmp_path: Path) -> None:
+@pytest.mark.usefixtures("sandbox")
+def test_a_worker_with_ray_runs_the_jobs_episodes_as_a_ray_task(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
     """On a local Ray instance (``--ray local``, started by the worker: about 10 s here)."""
     pytest.importorskip("ray")
     server: ScoreboardServer = scoreboard_factory(env=NO_EMBEDDED_WORKER)
