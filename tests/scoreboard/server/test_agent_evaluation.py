@@ -170,6 +170,10 @@ def test_a_worker_killed_mid_job_loses_only_that_jobs_progress_and_the_job_is_st
     try:
         wait_for(lambda: get_job(server, job_id)["episodes_done"] >= 1, "the first episode", logs=logs)
         first.send_signal(signal.SIGKILL)  # mid-job: episodes are still being played
+        running_page = httpx.get(f"{server.url}/agents/{job_id}", timeout=30).text
+        assert (
+            "Running: " in running_page and "of 6 episodes played" in running_page and "500" in running_page
+        )
         first.wait(timeout=30)
     finally:
         if first.poll() is None:
@@ -256,7 +260,11 @@ def test_hostile_or_broken_agents_are_refused_with_their_reason_and_the_board_ke
     scoreboard_factory: Any, tmp_path: Path
 ) -> None:
     server: ScoreboardServer = scoreboard_factory(
-        env={**NO_EMBEDDED_WORKER, "PALAESTRA_MAX_AGENT_BYTES": "100000"}
+        env={
+            **NO_EMBEDDED_WORKER,
+            "PALAESTRA_MAX_AGENT_BYTES": "100000",
+            "PALAESTRA_RATE_LIMIT_AGENTS_PER_HOUR": "1",
+        }
     )
     model = write_cartpole_agent(tmp_path / "agent")
     good, descriptor = model.read_bytes(), model.with_suffix(".json").read_bytes()
@@ -299,6 +307,9 @@ def test_hostile_or_broken_agents_are_refused_with_their_reason_and_the_board_ke
     assert retried.headers["Idempotent-Replayed"] == "true" and count_rows(server, "agent_jobs") == 1
     reused = post(files, {"episodes": "3"}, headers=keyed)
     assert reused.status_code == 409 and "Idempotency-Key" in reused.json()["detail"]
+    over = post(files, {"episodes": "3"})  # a second agent within the hour, where the limit is one
+    assert over.status_code == 429 and "PALAESTRA_RATE_LIMIT_AGENTS_PER_HOUR" in over.json()["detail"]
+    assert int(over.headers["Retry-After"]) >= 1 and count_rows(server, "agent_jobs") == 1
     missing = httpx.get(f"{server.url}/v1/agents/job_nope", timeout=30)
     assert missing.status_code == 404 and "job_nope" in missing.json()["detail"]
 

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from palaestra.scoreboard.server import agent_jobs, auth
 from palaestra.scoreboard.server.agent_tables import AgentJob
 from palaestra.scoreboard.server.config import resolve_config
+from palaestra.scoreboard.server.gc import referenced_keys
 from palaestra.scoreboard.server.state import ServerState, build_state
 from tests.server_process import FakeClock
 
@@ -66,6 +67,7 @@ def test_a_queued_job_has_one_server_drawn_seed_per_episode_and_its_artifact_sto
     assert len(set(row.seeds)) == 5 and all(0 <= s < 2**31 for s in row.seeds)
     assert state.store.get_verified(row.artifact_key, row.artifact_sha256) == b"onnx bytes"
     assert queue(state, episodes=5).seeds != row.seeds  # drawn afresh for every upload
+    assert row.artifact_key in referenced_keys(state.db)  # gc keeps it: no orphan
 
 
 def test_eight_workers_racing_claim_each_job_exactly_once(state: ServerState) -> None:

@@ -46,6 +46,7 @@ from palaestra.scoreboard.server.api.uploads import store_videos
 from palaestra.scoreboard.server.auth import Principal
 from palaestra.scoreboard.server.clock import SYSTEM_CLOCK
 from palaestra.scoreboard.server.config import ServerConfig
+from palaestra.scoreboard.server.db import Evaluation
 from palaestra.scoreboard.server.ids import new_id
 from palaestra.scoreboard.server.ingest import IngestError, validate_episode_batch
 from palaestra.scoreboard.server.service_tables import FileRecord
@@ -199,8 +200,8 @@ class AgentWorker:
             except (IngestError, protocol.EpisodeBatchError) as e:
                 self._fail(claim, f"The evaluator's recording was refused by ingest: {e}", outcome.log)
                 return
-            except Exception as e:
-                if _is_result_stored(e):  # another worker stored this job meanwhile (the unique index)
+            except Exception:
+                if self._stored_by_another(claim):  # the unique index on agent_job_id refused a second one
                     logger.warning("Job %s was stored by another worker; nothing stored twice", claim.id)
                     return
                 raise
@@ -324,6 +325,11 @@ class AgentWorker:
                 )
             )
 
+    def _stored_by_another(self, claim: Claim) -> bool:
+        with self.state.db.connect() as conn:
+            query = sa.select(Evaluation.id).where(Evaluation.agent_job_id == claim.id)
+            return conn.execute(query).first() is not None
+
     # -- giving up -------------------------------------------------------------------------------------------
 
     def _fail(self, claim: Claim, reason: str, log: str | None = None) -> None:
@@ -333,10 +339,6 @@ class AgentWorker:
     def _release(self, claim: Claim) -> None:
         """Give the job back untried (this machine cannot run it), its attempt not counted."""
         agent_jobs.release(self.state.db, claim)
-
-
-def _is_result_stored(error: BaseException) -> bool:
-    return isinstance(error, sa.exc.IntegrityError) and "agent_job_id" in str(error.orig)
 
 
 def _internal_request(state: ServerState) -> Request:

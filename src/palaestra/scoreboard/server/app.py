@@ -191,6 +191,7 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
     env["PALAESTRA_INVITE_TTL_S"] = str(config.invite_ttl_s)
     env["PALAESTRA_GC_INTERVAL_S"] = str(config.gc_interval_s)
     env["PALAESTRA_UNUSED_FILE_TTL_S"] = str(config.unused_file_ttl_s)
+    env["PALAESTRA_EMBEDDED_WORKERS"] = str(config.embedded_workers)  # --embedded-workers, in each process
     if config.upload_secret_file:
         env["PALAESTRA_UPLOAD_SECRET_FILE"] = str(config.upload_secret_file)
     return env
