@@ -315,6 +315,39 @@ def test_hostile_or_broken_agents_are_refused_with_their_reason_and_the_board_ke
 
 
 @pytest.mark.usefixtures("sandbox")
+def test_a_worker_frozen_past_its_lease_wakes_to_find_the_job_taken_and_stores_nothing(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
+    """SIGSTOP freezes the first worker (its sandbox plays on, its heartbeats stop); a second one takes
+    the job and stores it; the first, thawed, drops its run: one evaluation, the second's."""
+    server: ScoreboardServer = scoreboard_factory(env={**NO_EMBEDDED_WORKER, "PALAESTRA_AGENT_LEASE_S": "3"})
+    model = write_cartpole_agent(tmp_path / "agent")
+    result = upload_agent(server, model, "--episodes", "4")
+    assert result.returncode == 0, result.stderr
+    job_id = result.stdout.strip().splitlines()[-1]
+    logs = [tmp_path / "frozen.log", tmp_path / "second.log"]
+    frozen = start_worker(server, logs[0], "--once")
+    try:
+        wait_for(lambda: get_job(server, job_id)["episodes_done"] >= 1, "the first episode", logs=logs)
+        frozen.send_signal(signal.SIGSTOP)
+        second = start_worker(server, logs[1], "--once")
+        assert second.wait(timeout=RUN_TIMEOUT_S) == 0, logs[1].read_text()
+        done = get_job(server, job_id)
+        assert done["status"] == "done" and done["attempts"] == 2
+        frozen.send_signal(signal.SIGCONT)
+        assert frozen.wait(timeout=RUN_TIMEOUT_S) == 0, logs[0].read_text()
+    finally:
+        if frozen.poll() is None:
+            frozen.send_signal(signal.SIGCONT)
+            frozen.kill()
+    assert "was given to another worker" in logs[0].read_text()
+    assert get_job(server, job_id) == done  # the thawed worker changed nothing
+    assert count_rows(server, "evaluations") == 1
+    evaluation = httpx.get(f"{server.url}/v1/evaluations/{done['evaluation_id']}", timeout=30).json()
+    assert evaluation["verification"]["evaluator"]["attempt"] == 2
+
+
+@pytest.mark.usefixtures("sandbox")
 def test_a_worker_with_ray_runs_the_jobs_episodes_as_a_ray_task(
     scoreboard_factory: Any, tmp_path: Path
 ) -> None:
