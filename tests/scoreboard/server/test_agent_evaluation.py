@@ -367,3 +367,25 @@ def test_a_worker_with_ray_runs_the_jobs_episodes_as_a_ray_task(
     assert job["status"] == "done" and job["returns"] == [500.0, 500.0], job
     evaluation = httpx.get(f"{server.url}/v1/evaluations/{job['evaluation_id']}", timeout=30).json()
     assert evaluation["verified"] and evaluation["videos"] and evaluation["score"]["number_episodes"] == 2
+
+
+def test_a_worker_refuses_to_start_where_it_cannot_make_the_sandbox_unless_the_operator_allows_it(
+    tmp_path: Path,
+) -> None:
+    env = {
+        **os.environ,
+        "PATH": str(tmp_path / "no-bwrap-here"),
+        "PALAESTRA_DATA_DIR": str(tmp_path / "board"),
+    }
+    refused = subprocess.run(
+        [*PALAESTRA_COMMAND, "worker", "--once"], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert refused.returncode == 3  # could not start
+    assert "cannot evaluate agents" in refused.stderr and "PALAESTRA_AGENT_UNCONFINED=1" in refused.stderr
+    (tmp_path / "board").mkdir()
+    allowed = subprocess.run(
+        [*PALAESTRA_COMMAND, "worker", "--once"], env={**env, "PALAESTRA_AGENT_UNCONFINED": "1"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    # past the sandbox check, it stops at the board: a database the server never migrated
+    assert allowed.returncode == 3 and "palaestra server migrate" in allowed.stderr, allowed.stderr

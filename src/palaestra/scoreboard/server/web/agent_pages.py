@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server import agent_jobs
+from palaestra.scoreboard.server.agent_tables import AgentJob
 from palaestra.scoreboard.server.db import Algorithm, Evaluation
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.records import EvaluationRecord
