@@ -113,9 +113,7 @@ def verified_view(request: Request, ev: EvaluationRecord) -> VerifiedView | None
     facts = ev.verification
     job_id = str(facts.get("job_id", ""))
     with database(request).read() as session:
-        returns = session.scalar(
-            sa.select(agent_jobs.AgentJob.returns).where(agent_jobs.AgentJob.id == job_id)
-        )
+        returns = session.scalar(sa.select(AgentJob.returns).where(AgentJob.id == job_id))
         others = _self_reported(session, ev) if ev.algorithm is not None else []
     low, high = interval([float(r) for r in returns or []])
     rows = []
