@@ -21,7 +21,8 @@ needs, CPU-time, memory and wall limits, and a seccomp filter.
   ``io_uring``, kernel keyrings and modules, clock and reboot calls;
 * a **wall-clock limit** kept by this process, which kills the whole sandbox at the deadline.
 
-The evaluator reports on a pipe (one JSON line per event: ``ready``, each ``episode`` with its total
+The static checks (:func:`~palaestra.agents.artifact.checks.check_artifact`) run first, in the
+caller's process: a refused model never reaches the sandbox. The evaluator reports on a pipe (one JSON line per event: ``ready``, each ``episode`` with its total
 reward, ``error`` with its kind and message), passed on to ``on_episode``; the result's ``reason``
 is one sentence (the limit reached, the check that refused, the error), its ``log`` the end of the
 evaluator's stderr. Where the kernel forbids user namespaces (or bubblewrap or pyseccomp is missing)
@@ -47,6 +48,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from palaestra.agents.artifact.checks import ArtifactError, check_artifact
+from palaestra.agents.artifact.descriptor import DescriptorError, load_descriptor
 from palaestra.errors import Error
 
 __all__ = [
@@ -171,6 +174,16 @@ def run_sandboxed(
             "the operator allows it (allow_unconfined)"
         )
     confined = reason is None
+    header = (
+        f"palaestra agent sandbox: {'bubblewrap + seccomp' if confined else 'UNCONFINED (' + str(reason) + ')'}; "
+        f"limits: {limits.describe()}\n"
+    )
+    # the static checks run here, in the caller's process, which has onnx imported already; the
+    # evaluator verifies that it loads the very bytes checked (their sha256) and skips them
+    try:
+        info = check_artifact(model_path, load_descriptor(descriptor_path))
+    except (ArtifactError, DescriptorError) as exc:
+        return SandboxResult(False, f"refused: {exc}", header, 0, confined, "ArtifactError", None)
     model = os.path.realpath(model_path)
     descriptor = os.path.realpath(descriptor_path)
     out = os.path.realpath(directory)
@@ -184,6 +197,8 @@ def run_sandboxed(
             "--seeds",
             ",".join(str(int(s)) for s in seeds),
             *([] if limits.video else ["--no-video"]),
+            "--checked",
+            info.to_json(),
         ]
         pass_fds = [report_write]
         if confined:
@@ -198,10 +213,6 @@ def run_sandboxed(
             command = [sys.executable, "-m", CHILD_MODULE, "--model", model, "--descriptor", descriptor]
             command = [*_prlimit(limits), *command, "--directory", out, *arguments]
             cwd = out
-        header = (
-            f"palaestra agent sandbox: {'bubblewrap + seccomp' if confined else 'UNCONFINED (' + str(reason) + ')'}; "
-            f"limits: {limits.describe()}\n"
-        )
         started = time.monotonic()
         try:
             process = subprocess.Popen(
