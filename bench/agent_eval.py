@@ -9,6 +9,9 @@ CleanRL's Atari CNN on ``ALE/Breakout-v5`` (where the network dominates).
   descriptor's wrappers, so both run the same env), ``onnxruntime.InferenceSession`` with the same
   one-thread options, then ``reset(seed)``/``run``/``step`` per episode, no Monitor, no sandbox, in
   this process;
+* **in-process**: :func:`~palaestra.agents.artifact.evaluate.evaluate_agent` in this process, to
+  tell the Monitor's share (it rewrites and fsyncs the provenance at each seeded reset) from the
+  sandbox's (a new Python and its imports);
 * **evaluator**: :func:`~palaestra.agents.artifact.sandbox.run_sandboxed` as the board calls it, timed
   from the call to its return: bubblewrap, a new Python, the static checks, the Monitor writing the
   training directory (no video: ``--video`` adds the board's default video schedule), close.
@@ -33,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from palaestra.agents.artifact import AgentDescriptor, SandboxLimits, run_sandboxed
+from palaestra.agents.artifact import AgentDescriptor, SandboxLimits, evaluate_agent, run_sandboxed
 from palaestra.agents.artifact.examples import cleanrl_atari_model, sb3_cartpole_model, write_agent
 from palaestra.agents.artifact.policy import session_options
 from palaestra.agents.artifact.preprocessing import wrap
@@ -84,6 +87,16 @@ def evaluator(model_path: str, descriptor_path: str, seeds: list[int], video: bo
     return seconds, steps
 
 
+def in_process(model_path: str, descriptor: AgentDescriptor, seeds: list[int], video: bool) -> tuple[float, int]:
+    """:func:`evaluate_agent` in this process (the Monitor and the checks, no sandbox, no start-up)."""
+    with tempfile.TemporaryDirectory() as directory:
+        started = time.perf_counter()
+        evaluate_agent(model_path, descriptor, seeds, directory, video=video)
+        seconds = time.perf_counter() - started
+        steps = int(sum(load_results(directory)["episode_lengths"]))
+    return seconds, steps
+
+
 def bwrap_cost(repeats: int) -> tuple[float, float]:
     """Best wall time of /bin/true directly and in the sandbox."""
     with tempfile.TemporaryDirectory() as folder:
@@ -109,7 +122,7 @@ def bwrap_cost(repeats: int) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--episodes", type=int, default=20, help="CartPole episodes per run (Atari: a quarter)")
+    parser.add_argument("--episodes", type=int, default=100, help="CartPole episodes per run, as the board runs (Atari: a tenth)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--video", action="store_true", help="the evaluator records the board's videos")
     args = parser.parse_args()
@@ -120,16 +133,17 @@ def main() -> None:
         ("ALE/Breakout-v5, CleanRL CNN", cleanrl_atari_model(),
          AgentDescriptor.from_document({"env_id": "ALE/Breakout-v5", "action": "sample", "deterministic": False,
                                         "preprocessing": {"name": "atari", "frame_skip": 1}}),
-         max(2, args.episodes // 4)),
+         max(2, args.episodes // 10)),
     ]
     with tempfile.TemporaryDirectory() as folder:
         for label, model, descriptor, episodes in cases:
             model_path, descriptor_path = write_agent(model, descriptor, os.path.join(folder, "agent.onnx"))
             seeds = list(range(episodes))
-            plain, board = [], []
+            plain, board, inside = [], [], []
             for _ in range(args.repeats):
                 plain.append(plain_loop(model_path, descriptor, seeds))
                 board.append(evaluator(model_path, descriptor_path, seeds, args.video))
+                inside.append(in_process(model_path, descriptor, seeds, args.video))
             plain_s, plain_steps = min(plain)
             board_s, board_steps = min(board)
             assert plain_steps == board_steps or descriptor.action == "sample", (plain_steps, board_steps)
@@ -137,6 +151,9 @@ def main() -> None:
             print(f"{label}: {episodes} episodes, {board_steps} steps")
             print(f"  plain loop  {plain_s:7.2f} s  {plain_rate:9.0f} steps/s")
             print(f"  evaluator   {board_s:7.2f} s  {board_rate:9.0f} steps/s  (sandbox, Monitor{', video' if args.video else ''})")
+            inside_s, inside_steps = min(inside)
+            print(f"  in-process  {inside_s:7.2f} s  {inside_steps / inside_s:9.0f} steps/s  "
+                  "(evaluate_agent: Monitor and checks, no sandbox; where the rest goes)")
             print(f"  ratio evaluator/plain: {board_rate / plain_rate:.2f}x  (target >= 0.8x)")
             if label.startswith("CartPole"):
                 one_plain = min(plain_loop(model_path, descriptor, [0])[0] for _ in range(args.repeats))
