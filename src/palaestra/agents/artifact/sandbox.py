@@ -139,6 +139,8 @@ class SandboxResult:
 def sandbox_unavailable_reason(limits: SandboxLimits | None = None) -> str | None:
     """Why the sandbox cannot be set up on this machine, or ``None`` if it can (a probe: ~10 ms)."""
     limits = limits or SandboxLimits()
+    if shutil.which("prlimit") is None:
+        return "prlimit (util-linux) is not installed: apt-get install util-linux"
     bwrap = shutil.which(limits.bwrap)
     if bwrap is None:
         return f"bubblewrap ({limits.bwrap!r}) is not installed: apt-get install bubblewrap"
@@ -167,7 +169,11 @@ def run_sandboxed(
 ) -> SandboxResult:
     """Evaluate the model, one episode per seed, into the training directory ``directory``, in the
     sandbox; see the module docstring. Raises :class:`SandboxUnavailable` (only before anything runs)."""
+    if not seeds:
+        raise ValueError("run_sandboxed needs at least one seed")
     reason = sandbox_unavailable_reason(limits)
+    if reason is not None and shutil.which("prlimit") is None:
+        raise SandboxUnavailable(f"the agent evaluator cannot start, not even unconfined: {reason}")
     if reason is not None and not limits.allow_unconfined:
         raise SandboxUnavailable(
             f"the agent sandbox is unavailable: {reason}. The board does not run agents unconfined unless "
