@@ -34,12 +34,14 @@ alone, and the result says ``confined=False``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -57,6 +59,7 @@ __all__ = [
     "SandboxResult",
     "SandboxUnavailable",
     "child_environment",
+    "clean_output_directory",
     "confined_command",
     "run_sandboxed",
     "sandbox_unavailable_reason",
@@ -236,7 +239,39 @@ def run_sandboxed(
         watch = _Watch(process, report_read, started + limits.wall_seconds, on_episode)
         watch.run()
         log = header + _read_tail(stderr)
-        return _result(watch, process.returncode, len(seeds), limits, log, confined)
+        result = _result(watch, process.returncode, len(seeds), limits, log, confined)
+        strays = clean_output_directory(out)
+        if strays:
+            # only an evaluator that was taken over writes these: the whole output is suspect
+            reason = (
+                f"refused: the evaluation left {len(strays)} entr{'y' if len(strays) == 1 else 'ies'} that are not "
+                f"plain files or folders in its directory ({', '.join(strays[:3])}; removed): its results are "
+                "not trusted"
+            )
+            return dataclasses.replace(result, ok=False, reason=reason, error_kind="UntrustedOutput")
+        return result
+
+
+def clean_output_directory(directory: str | os.PathLike[str]) -> list[str]:
+    """Remove from an evaluation's output directory every entry that is not a plain file or folder
+    (a symbolic link to a host file, a FIFO, a socket) and return their relative paths.
+
+    The sandbox's one writable place is read afterwards by the board, outside the sandbox: a link
+    named like a video would otherwise have the board read, store and serve the file it points to.
+    (Hard links cannot reach outside: the output is its own mount, and ``link`` across mounts fails.)
+    """
+    strays = []
+    root = os.fspath(directory)
+    for folder, folders, files in os.walk(root, followlinks=False):
+        for name in [*folders, *files]:
+            path = os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                continue
+            strays.append(os.path.relpath(path, root))
+            os.unlink(path)
+        folders[:] = [f for f in folders if not os.path.islink(os.path.join(folder, f))]
+    return sorted(strays)
 
 
 class _Watch:
