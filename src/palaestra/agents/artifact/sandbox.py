@@ -291,36 +291,42 @@ class _Watch:
         self.callback_error: BaseException | None = None
 
     def run(self) -> None:
-        buffer = b""
         try:
-            while True:
-                left = self.deadline - time.monotonic()
-                if left <= 0:
-                    self.timed_out = True
-                    break
-                ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
-                if not ready:
-                    continue
-                chunk = os.read(self.fd, 65536)
-                if not chunk:
-                    break  # every writer closed: the evaluator has exited
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    self._event(line)
-                if len(buffer) > 1 << 20:  # a report line is short; anything else is not ours
-                    buffer = b""
-        finally:
-            if self.timed_out or self.callback_error is not None:
-                _kill(self.process)
-            try:
-                self.process.wait(timeout=max(1.0, self.deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+            self._read()
+        except BaseException:  # Ctrl-C, SIGTERM, a bug: the sandbox never outlives its caller's call
+            _kill(self.process)
+            self.process.wait()
+            raise
+        if self.timed_out or self.callback_error is not None:
+            _kill(self.process)
+        try:
+            self.process.wait(timeout=max(1.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:  # it closed the pipe but went on: the wall limit still holds
+            self.timed_out = True
+            _kill(self.process)
+            self.process.wait()
+        if self.callback_error is not None:
+            raise self.callback_error
+
+    def _read(self) -> None:
+        buffer = b""
+        while self.callback_error is None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
                 self.timed_out = True
-                _kill(self.process)
-                self.process.wait()
-            if self.callback_error is not None:
-                raise self.callback_error
+                return
+            ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return  # every writer closed: the evaluator has exited
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                self._event(line)
+            if len(buffer) > 1 << 20:  # a report line is short; anything else is not ours
+                buffer = b""
 
     def _event(self, line: bytes) -> None:
         try:
