@@ -1,7 +1,8 @@
 """The evaluator: an agent artifact's episodes, one per seed, recorded as an ordinary training directory.
 
-:func:`evaluate_agent` checks the model (:func:`~palaestra.agents.artifact.checks.check_artifact_bytes`,
-again: the evaluator trusts nothing it did not check itself), makes the env under the board's
+:func:`evaluate_agent` checks the model (:func:`~palaestra.agents.artifact.checks.check_artifact_bytes`),
+or, given its caller's findings (``checked``, as the sandbox passes them), checks that the bytes it
+loads are the ones checked (their sha256); then it makes the env under the board's
 protocol (:mod:`palaestra.agents.artifact.protocol`), records it with palaestra's own Monitor (video
 on the Monitor's schedule: episodes 0, 1, 8, 27, ...), puts the descriptor's preprocessing on top and
 runs one episode per seed (``reset(seed=seed)``; ``sample`` draws from a generator seeded with it
