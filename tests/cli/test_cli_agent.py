@@ -66,6 +66,13 @@ def test_check_reports_a_run_the_sandbox_stopped_with_its_reason(tmp_path: Path,
     )
 
 
+def test_check_static_only_runs_the_checks_and_evaluates_nothing(cartpole: Path, tmp_path: Path) -> None:
+    done = palaestra("agent", "check", str(cartpole), "--static-only")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Static checks passed: ") and "Evaluating" not in done.stdout
+    assert not (tmp_path / "cartpole.check").exists()
+
+
 def test_check_without_a_descriptor_says_how_to_make_one(tmp_path: Path) -> None:
     (tmp_path / "agent.onnx").write_bytes(sb3_cartpole_model())
     done = palaestra("agent", "check", str(tmp_path / "agent.onnx"))

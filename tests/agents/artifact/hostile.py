@@ -403,6 +403,12 @@ REFUSED = [
         AgentDescriptor(env_id="CartPole-v1", action="argmax", deterministic=True, input_name="observation"),
     ),
     Hostile(
+        "env_id_naming_a_module_to_import",
+        lambda: _bytes(good_model()),
+        "the descriptor's env_id 'os:Evil-v0' cannot be run here: not registered",
+        AgentDescriptor(env_id="os:Evil-v0", action="argmax", deterministic=True),
+    ),
+    Hostile(
         "atari_minimal_action_set",
         _minimal_atari,
         "full action set of 18 actions",

@@ -99,13 +99,27 @@ def test_a_cleanrl_style_atari_policy_is_evaluated_under_machado_et_al_s_protoco
     }
 
 
-def test_a_refused_model_given_to_the_sandbox_directly_is_refused_inside_it_too(tmp_path: Path, sandbox: None) -> None:
+def test_a_refused_model_given_to_the_sandbox_is_refused_before_anything_runs(tmp_path: Path, sandbox: None) -> None:
     hostile = next(h for h in REFUSED if h.name == "external_data_absolute_path")
     model, descriptor = write_agent(hostile.build(), hostile.descriptor, tmp_path / "agent.onnx")
     result = run_sandboxed(model, descriptor, [1], tmp_path / "run", SandboxLimits(video=False))
     assert not result.ok
     assert result.error_kind == "ArtifactError"
     assert result.reason.startswith("refused: tensor 'w' (initializer 'w') keeps its data in an external file '/etc/passwd'")
+    assert result.returncode is None and not (tmp_path / "run").exists()
+
+
+def test_the_evaluator_refuses_a_model_other_than_the_one_checked(
+    cartpole_agent: tuple[str, str], tmp_path: Path
+) -> None:
+    # the sandbox hands the evaluator its caller's findings; a file swapped after the check is caught
+    from palaestra.agents.artifact import ArtifactError, check_artifact
+
+    model, descriptor = cartpole_agent
+    info = check_artifact(model, load_descriptor(descriptor))
+    Path(model).write_bytes(Path(model).read_bytes() + b"\0")
+    with pytest.raises(ArtifactError, match="is not the one that was checked"):
+        evaluate_agent(model, load_descriptor(descriptor), [1], tmp_path / "run", checked=info)
 
 
 def test_an_error_in_the_progress_callback_stops_the_sandbox_and_reaches_the_caller(

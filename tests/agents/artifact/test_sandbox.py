@@ -17,6 +17,7 @@ import pytest
 from palaestra.agents.artifact.sandbox import (
     SandboxLimits,
     child_environment,
+    clean_output_directory,
     confined_command,
     seccomp_program,
 )
@@ -45,6 +46,9 @@ attempt("write_usr", lambda: write("/usr/evil"))
 attempt("write_model", lambda: write("/agent/model.onnx"))
 attempt("write_out", lambda: write("/out/allowed.txt"))
 attempt("write_tmp", lambda: write("/tmp/scratch.txt"))
+attempt("symlink_out", lambda: os.symlink("/etc/passwd", "/out/openaigym.video.0.1.video000000.mp4"))
+attempt("fifo_out", lambda: os.mkfifo("/out/pipe"))
+attempt("hardlink_out", lambda: os.link("/agent/model.onnx", "/out/model-link"))
 libc = ctypes.CDLL(None, use_errno=True)
 def call(name, *args):
     def run():
@@ -146,3 +150,14 @@ def test_the_evaluator_runs_as_nobody_with_the_rlimits_and_a_clean_environment(i
 
 def test_the_rlimits_apply_to_the_sandbox_not_to_the_caller() -> None:
     assert resource.getrlimit(resource.RLIMIT_AS)[0] != 2 * 1024**3
+
+
+def test_what_the_sandbox_leaves_that_is_no_plain_file_is_removed_before_the_board_reads_it(
+    inside: dict[str, Any],
+) -> None:
+    # a taken-over evaluator could leave a link named like a video, pointing at a host file
+    assert inside["symlink_out"] == inside["fifo_out"] == "allowed"
+    assert inside["hardlink_out"] == "EXDEV"  # the output is its own mount: no link reaches out
+    out = Path(inside["folder"]) / "out"
+    assert clean_output_directory(out) == ["openaigym.video.0.1.video000000.mp4", "pipe"]
+    assert sorted(p.name for p in out.iterdir()) == ["allowed.txt"]

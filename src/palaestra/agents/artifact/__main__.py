@@ -26,6 +26,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--seeds", required=True, help="comma-separated integers")
     parser.add_argument("--report-fd", type=int, default=None)
     parser.add_argument("--no-video", dest="video", action="store_false")
+    parser.add_argument("--checked", help="ArtifactInfo as JSON: the caller's check of this model")
     return parser
 
 
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     report = os.fdopen(args.report_fd, "w", buffering=1) if args.report_fd is not None else None
     _report(report, event="ready")
     try:
-        from palaestra.agents.artifact.checks import ArtifactError
+        from palaestra.agents.artifact.checks import ArtifactError, ArtifactInfo
         from palaestra.agents.artifact.descriptor import DescriptorError, load_descriptor
         from palaestra.agents.artifact.evaluate import evaluate_agent
 
@@ -53,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             args.directory,
             video=args.video,
             on_episode=lambda index, reward: _report(report, event="episode", index=index, reward=reward),
+            checked=ArtifactInfo.from_json(args.checked) if args.checked else None,
         )
     except (ArtifactError, DescriptorError) as exc:
         _report(report, event="error", kind="ArtifactError", message=str(exc))

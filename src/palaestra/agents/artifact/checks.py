@@ -22,7 +22,9 @@ run time) is stopped by the sandbox's limits (:mod:`palaestra.agents.artifact.sa
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import math
 import os
 from collections.abc import Iterator
@@ -91,6 +93,17 @@ class ArtifactInfo:
     observation_shape: tuple[int, ...]
     #: the env's action space, as Gymnasium writes it (``Discrete(18)``)
     action_space: str
+
+    def to_json(self) -> str:
+        """The findings as JSON (how the sandbox's caller hands them to the evaluator)."""
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ArtifactInfo:
+        document = json.loads(text)
+        for name in ("input_shape", "output_shape", "observation_shape"):
+            document[name] = tuple(document[name])
+        return cls(**document)
 
 
 def check_artifact(

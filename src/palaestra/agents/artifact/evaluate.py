@@ -1,7 +1,8 @@
 """The evaluator: an agent artifact's episodes, one per seed, recorded as an ordinary training directory.
 
-:func:`evaluate_agent` checks the model (:func:`~palaestra.agents.artifact.checks.check_artifact_bytes`,
-again: the evaluator trusts nothing it did not check itself), makes the env under the board's
+:func:`evaluate_agent` checks the model (:func:`~palaestra.agents.artifact.checks.check_artifact_bytes`),
+or, given its caller's findings (``checked``, as the sandbox passes them), checks that the bytes it
+loads are the ones checked (their sha256); then it makes the env under the board's
 protocol (:mod:`palaestra.agents.artifact.protocol`), records it with palaestra's own Monitor (video
 on the Monitor's schedule: episodes 0, 1, 8, 27, ...), puts the descriptor's preprocessing on top and
 runs one episode per seed (``reset(seed=seed)``; ``sample`` draws from a generator seeded with it
@@ -22,7 +23,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from palaestra.agents.artifact import preprocessing, protocol
-from palaestra.agents.artifact.checks import MAX_MODEL_BYTES, check_artifact_bytes
+from palaestra.agents.artifact.checks import (
+    MAX_MODEL_BYTES,
+    ArtifactError,
+    ArtifactInfo,
+    check_artifact_bytes,
+)
 from palaestra.agents.artifact.descriptor import AgentDescriptor
 from palaestra.agents.artifact.policy import OnnxPolicy
 
@@ -59,6 +65,7 @@ def evaluate_agent(
     *,
     video: bool = True,
     on_episode: Callable[[int, float], None] | None = None,
+    checked: ArtifactInfo | None = None,
 ) -> None:
     """Run one episode of the model per seed into the training directory ``directory``.
 
@@ -66,6 +73,10 @@ def evaluate_agent(
     ``on_episode(index, total_reward)`` is called after each episode. Raises
     :class:`~palaestra.agents.artifact.checks.ArtifactError` for a refused model and
     :class:`~palaestra.agents.artifact.policy.PolicyError` for an output that is no action.
+
+    ``checked``: the findings of :func:`~palaestra.agents.artifact.checks.check_artifact` on this very
+    file, by a caller that ran it (the sandbox's: its evaluator then need not import ``onnx``, which
+    costs it a second or more at start-up, bench/agent_eval.py); the file's sha256 must match them.
     """
     from palaestra.monitoring import Monitor
 
@@ -74,14 +85,21 @@ def evaluate_agent(
     path = os.fspath(model_path)
     with open(path, "rb") as f:
         data = f.read(MAX_MODEL_BYTES + 1)
-    info = check_artifact_bytes(data, descriptor)
+    if checked is None:
+        info = check_artifact_bytes(data, descriptor)
+    elif hashlib.sha256(data).hexdigest() != checked.sha256:
+        raise ArtifactError(
+            f"the model {path!r} is not the one that was checked (its sha256 differs): check it again"
+        )
+    else:
+        info = checked
     env = protocol.make_protocol_env(descriptor.env_id, render_mode="rgb_array" if video else None)
     monitor = Monitor(
         env,
         directory,
         video_callable=None if video else False,
         force=True,
-        config=evaluation_config(descriptor, hashlib.sha256(data).hexdigest(), seeds),
+        config=evaluation_config(descriptor, info.sha256, seeds),
         # the sandbox has no git and the command line is the evaluator's own: neither says anything
         provenance_omit=("git", "command"),
     )

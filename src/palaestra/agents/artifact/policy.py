@@ -111,6 +111,8 @@ class OnnxPolicy:
             if not self.start <= index < self.start + self.n:
                 raise PolicyError(f"the model chose action {index}, outside {self.action_space}")
             return index
+        if output.size != self.low.size:
+            raise PolicyError(f"the model gave {output.size} values for an action of shape {list(self.shape)}")
         action = output.reshape(self.shape).astype(self.low.dtype, copy=False)
         if mapping == "rescale":
             action = self.low + 0.5 * (np.clip(action, -1.0, 1.0) + 1.0) * (self.high - self.low)

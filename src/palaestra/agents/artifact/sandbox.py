@@ -21,7 +21,8 @@ needs, CPU-time, memory and wall limits, and a seccomp filter.
   ``io_uring``, kernel keyrings and modules, clock and reboot calls;
 * a **wall-clock limit** kept by this process, which kills the whole sandbox at the deadline.
 
-The evaluator reports on a pipe (one JSON line per event: ``ready``, each ``episode`` with its total
+The static checks (:func:`~palaestra.agents.artifact.checks.check_artifact`) run first, in the
+caller's process: a refused model never reaches the sandbox. The evaluator reports on a pipe (one JSON line per event: ``ready``, each ``episode`` with its total
 reward, ``error`` with its kind and message), passed on to ``on_episode``; the result's ``reason``
 is one sentence (the limit reached, the check that refused, the error), its ``log`` the end of the
 evaluator's stderr. Where the kernel forbids user namespaces (or bubblewrap or pyseccomp is missing)
@@ -33,12 +34,14 @@ alone, and the result says ``confined=False``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import json
 import os
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -47,6 +50,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from palaestra.agents.artifact.checks import ArtifactError, check_artifact
+from palaestra.agents.artifact.descriptor import DescriptorError, load_descriptor
 from palaestra.errors import Error
 
 __all__ = [
@@ -54,6 +59,7 @@ __all__ = [
     "SandboxResult",
     "SandboxUnavailable",
     "child_environment",
+    "clean_output_directory",
     "confined_command",
     "run_sandboxed",
     "sandbox_unavailable_reason",
@@ -136,6 +142,8 @@ class SandboxResult:
 def sandbox_unavailable_reason(limits: SandboxLimits | None = None) -> str | None:
     """Why the sandbox cannot be set up on this machine, or ``None`` if it can (a probe: ~10 ms)."""
     limits = limits or SandboxLimits()
+    if shutil.which("prlimit") is None:
+        return "prlimit (util-linux) is not installed: apt-get install util-linux"
     bwrap = shutil.which(limits.bwrap)
     if bwrap is None:
         return f"bubblewrap ({limits.bwrap!r}) is not installed: apt-get install bubblewrap"
@@ -164,13 +172,27 @@ def run_sandboxed(
 ) -> SandboxResult:
     """Evaluate the model, one episode per seed, into the training directory ``directory``, in the
     sandbox; see the module docstring. Raises :class:`SandboxUnavailable` (only before anything runs)."""
+    if not seeds:
+        raise ValueError("run_sandboxed needs at least one seed")
     reason = sandbox_unavailable_reason(limits)
+    if reason is not None and shutil.which("prlimit") is None:
+        raise SandboxUnavailable(f"the agent evaluator cannot start, not even unconfined: {reason}")
     if reason is not None and not limits.allow_unconfined:
         raise SandboxUnavailable(
             f"the agent sandbox is unavailable: {reason}. The board does not run agents unconfined unless "
             "the operator allows it (allow_unconfined)"
         )
     confined = reason is None
+    header = (
+        f"palaestra agent sandbox: {'bubblewrap + seccomp' if confined else 'UNCONFINED (' + str(reason) + ')'}; "
+        f"limits: {limits.describe()}\n"
+    )
+    # the static checks run here, in the caller's process, which has onnx imported already; the
+    # evaluator verifies that it loads the very bytes checked (their sha256) and skips them
+    try:
+        info = check_artifact(model_path, load_descriptor(descriptor_path))
+    except (ArtifactError, DescriptorError) as exc:
+        return SandboxResult(False, f"refused: {exc}", header, 0, confined, "ArtifactError", None)
     model = os.path.realpath(model_path)
     descriptor = os.path.realpath(descriptor_path)
     out = os.path.realpath(directory)
@@ -184,6 +206,8 @@ def run_sandboxed(
             "--seeds",
             ",".join(str(int(s)) for s in seeds),
             *([] if limits.video else ["--no-video"]),
+            "--checked",
+            info.to_json(),
         ]
         pass_fds = [report_write]
         if confined:
@@ -198,10 +222,6 @@ def run_sandboxed(
             command = [sys.executable, "-m", CHILD_MODULE, "--model", model, "--descriptor", descriptor]
             command = [*_prlimit(limits), *command, "--directory", out, *arguments]
             cwd = out
-        header = (
-            f"palaestra agent sandbox: {'bubblewrap + seccomp' if confined else 'UNCONFINED (' + str(reason) + ')'}; "
-            f"limits: {limits.describe()}\n"
-        )
         started = time.monotonic()
         try:
             process = subprocess.Popen(
@@ -219,7 +239,39 @@ def run_sandboxed(
         watch = _Watch(process, report_read, started + limits.wall_seconds, on_episode)
         watch.run()
         log = header + _read_tail(stderr)
-        return _result(watch, process.returncode, len(seeds), limits, log, confined)
+        result = _result(watch, process.returncode, len(seeds), limits, log, confined)
+        strays = clean_output_directory(out)
+        if strays:
+            # only an evaluator that was taken over writes these: the whole output is suspect
+            reason = (
+                f"refused: the evaluation left {len(strays)} entr{'y' if len(strays) == 1 else 'ies'} that are not "
+                f"plain files or folders in its directory ({', '.join(strays[:3])}; removed): its results are "
+                "not trusted"
+            )
+            return dataclasses.replace(result, ok=False, reason=reason, error_kind="UntrustedOutput")
+        return result
+
+
+def clean_output_directory(directory: str | os.PathLike[str]) -> list[str]:
+    """Remove from an evaluation's output directory every entry that is not a plain file or folder
+    (a symbolic link to a host file, a FIFO, a socket) and return their relative paths.
+
+    The sandbox's one writable place is read afterwards by the board, outside the sandbox: a link
+    named like a video would otherwise have the board read, store and serve the file it points to.
+    (Hard links cannot reach outside: the output is its own mount, and ``link`` across mounts fails.)
+    """
+    strays = []
+    root = os.fspath(directory)
+    for folder, folders, files in os.walk(root, followlinks=False):
+        for name in [*folders, *files]:
+            path = os.path.join(folder, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+                continue
+            strays.append(os.path.relpath(path, root))
+            os.unlink(path)
+        folders[:] = [f for f in folders if not os.path.islink(os.path.join(folder, f))]
+    return sorted(strays)
 
 
 class _Watch:
@@ -239,36 +291,42 @@ class _Watch:
         self.callback_error: BaseException | None = None
 
     def run(self) -> None:
-        buffer = b""
         try:
-            while True:
-                left = self.deadline - time.monotonic()
-                if left <= 0:
-                    self.timed_out = True
-                    break
-                ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
-                if not ready:
-                    continue
-                chunk = os.read(self.fd, 65536)
-                if not chunk:
-                    break  # every writer closed: the evaluator has exited
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    self._event(line)
-                if len(buffer) > 1 << 20:  # a report line is short; anything else is not ours
-                    buffer = b""
-        finally:
-            if self.timed_out or self.callback_error is not None:
-                _kill(self.process)
-            try:
-                self.process.wait(timeout=max(1.0, self.deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
+            self._read()
+        except BaseException:  # Ctrl-C, SIGTERM, a bug: the sandbox never outlives its caller's call
+            _kill(self.process)
+            self.process.wait()
+            raise
+        if self.timed_out or self.callback_error is not None:
+            _kill(self.process)
+        try:
+            self.process.wait(timeout=max(1.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:  # it closed the pipe but went on: the wall limit still holds
+            self.timed_out = True
+            _kill(self.process)
+            self.process.wait()
+        if self.callback_error is not None:
+            raise self.callback_error
+
+    def _read(self) -> None:
+        buffer = b""
+        while self.callback_error is None:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
                 self.timed_out = True
-                _kill(self.process)
-                self.process.wait()
-            if self.callback_error is not None:
-                raise self.callback_error
+                return
+            ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                return  # every writer closed: the evaluator has exited
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            for line in lines:
+                self._event(line)
+            if len(buffer) > 1 << 20:  # a report line is short; anything else is not ours
+                buffer = b""
 
     def _event(self, line: bytes) -> None:
         try:
