@@ -182,12 +182,12 @@ def test_a_worker_killed_mid_job_loses_only_that_jobs_progress_and_the_job_is_st
     assert killed["status"] == "running" and 1 <= killed["episodes_done"] < 6
     assert count_rows(server, "evaluations") == 0
 
-    second = start_worker(server, logs[1], "--once")
+    second = start_worker(server, logs[1])  # it takes the job once the dead worker's lease has run out
     try:
-        # --once exits when the queue is empty: first it waits for the dead worker's lease to run out
         wait_for(lambda: get_job(server, job_id)["status"] == "done", "the job to run again", logs=logs)
     finally:
-        second.wait(timeout=RUN_TIMEOUT_S)
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(timeout=60) == 0
     job = get_job(server, job_id)
     assert job["attempts"] == 2 and job["episodes_done"] == 6 and job["returns"] == [500.0] * 6
     assert count_rows(server, "evaluations") == 1
@@ -330,8 +330,12 @@ def test_a_worker_frozen_past_its_lease_wakes_to_find_the_job_taken_and_stores_n
     try:
         wait_for(lambda: get_job(server, job_id)["episodes_done"] >= 1, "the first episode", logs=logs)
         frozen.send_signal(signal.SIGSTOP)
-        second = start_worker(server, logs[1], "--once")
-        assert second.wait(timeout=RUN_TIMEOUT_S) == 0, logs[1].read_text()
+        second = start_worker(server, logs[1])  # it takes the job once the frozen one's lease has run out
+        try:
+            wait_for(lambda: get_job(server, job_id)["status"] == "done", "the second worker", logs=logs)
+        finally:
+            second.send_signal(signal.SIGTERM)
+            assert second.wait(timeout=60) == 0
         done = get_job(server, job_id)
         assert done["status"] == "done" and done["attempts"] == 2
         frozen.send_signal(signal.SIGCONT)
