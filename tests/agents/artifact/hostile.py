@@ -458,5 +458,3 @@ KILLED = [
     Hostile("infinite_output", lambda: _output_times(float("inf")), "holds NaN or infinity"),
     Hostile("action_index_outside_the_action_space", _index_out_of_range, "outside Discrete(2)", INDEX),
 ]
-
-
