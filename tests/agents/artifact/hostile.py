@@ -356,6 +356,35 @@ def _index_out_of_range() -> bytes:
     return _bytes(_model(nodes, [_obs()], [helper.make_tensor_value_info("actions", TensorProto.INT64, ["batch"])]))
 
 
+def _field(number: int, payload: bytes) -> bytes:
+    """One length-delimited protobuf field, encoded by hand (onnx's own classes refuse to build what
+    is nested past protobuf's depth limit, which is the point)."""
+
+    def varint(value: int) -> bytes:
+        out = bytearray()
+        while True:
+            byte, value = value & 0x7F, value >> 7
+            out.append(byte | (0x80 if value else 0))
+            if not value:
+                return bytes(out)
+
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def _nested_chain(depth: int) -> bytes:
+    """``If`` inside ``If`` ... ``depth`` deep: a parser's recursion test."""
+    leaf = helper.make_graph([helper.make_node("MatMul", ["obs", "w"], ["logits"])], "leaf", [], [_logits()])
+    graph = leaf.SerializeToString()
+    logits = _logits().SerializeToString()
+    for _ in range(depth):
+        attribute = _field(1, b"then_branch") + _field(6, graph) + bytes([160, 1, 5])  # type (20) = GRAPH (5)
+        node = _field(1, b"cond") + _field(2, b"logits") + _field(4, b"If") + _field(5, attribute)
+        graph = _field(1, node) + _field(2, b"level") + _field(12, logits)
+    opset = helper.make_opsetid("", OPSET).SerializeToString()
+    return bytes([8, 8]) + _field(7, graph) + _field(8, opset)  # ir_version (1) = 8, graph (7), opset_import (8)
+
+
+
 INDEX = AgentDescriptor(env_id="CartPole-v1", action="index", deterministic=True)
 
 REFUSED = [
@@ -381,6 +410,7 @@ REFUSED = [
     Hostile("cyclic_graph", _cycle, "ONNX checker refuses"),
     Hostile("opset_from_the_future", lambda: _opset(999), "opset 999"),
     Hostile("opset_too_old", lambda: _opset(1), "opset 1"),
+    Hostile("subgraphs_nested_five_hundred_deep", lambda: _nested_chain(500), "not an ONNX model"),
     Hostile("ten_thousand_and_one_nodes", _long_chain, "nodes; the limit is 10,000"),
     Hostile("subgraphs_nested_six_deep", lambda: _bytes(_if_graph([], depth=6)), "nests subgraphs"),
     Hostile("input_of_the_wrong_width", _wide_input, "gives observations of shape [4]"),
