@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.palaestra-setup
 # (the Go board core's C source too: the editable install compiles it, see setup.py)
-SETUP_INPUTS := pyproject.toml setup.py scripts/setup.sh scripts/build-pachi.sh scripts/system-packages.txt src/palaestra/envs/board/_goboard.c src/palaestra/envs/board/_hexboard.c src/palaestra/monitoring/_stepcore.c $(wildcard src/palaestra/envs/board/_boardcore*.h) $(wildcard web/package.json web/package-lock.json scripts/build-web-assets.sh)
+SETUP_INPUTS := pyproject.toml setup.py scripts/setup.sh scripts/build-pachi.sh scripts/system-packages.txt src/palaestra/envs/board/_goboard.c src/palaestra/envs/board/_hexboard.c $(wildcard src/palaestra/envs/board/_boardcore*.h) $(wildcard web/package.json web/package-lock.json scripts/build-web-assets.sh)
 
 .PHONY: setup demo test lint typecheck unit bench docs clean
 

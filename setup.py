@@ -15,9 +15,7 @@ It also compiles the two C extensions, ``palaestra.envs.board._goboard`` and ``_
 Hex's board cores, see src/palaestra/envs/board/_goboard.c and _hexboard.c, over the CPython layer they
 share in _boardcore_methods.h; they need a C compiler and
 Python's headers, both in scripts/system-packages.txt). They are optional: where one cannot be built,
-setuptools warns and its envs play on OpenSpiel alone (the same games, slower). A third,
-``palaestra.monitoring._stepcore``, is the single Monitor's step without a Python frame; without it
-the Monitor steps in Python (the same logic, slower per step).
+setuptools warns and its envs play on OpenSpiel alone (the same games, slower).
 """
 
 from __future__ import annotations
@@ -107,14 +105,7 @@ HEX_BOARD = Extension(
     optional=True,  # the single Hex env falls back to OpenSpiel without it
 )
 
-STEP_CORE = Extension(
-    "palaestra.monitoring._stepcore",
-    sources=["src/palaestra/monitoring/_stepcore.c"],
-    extra_compile_args=["-O2"],
-    optional=True,  # the Monitor steps in Python without it (palaestra/monitoring/stepping.py)
-)
-
 setup(
     cmdclass={"build_py": BuildPyWithWebAssets, "sdist": SdistWithWebAssets},
-    ext_modules=[GO_BOARD, HEX_BOARD, STEP_CORE],
+    ext_modules=[GO_BOARD, HEX_BOARD],
 )

@@ -7,7 +7,7 @@
   Bradley-Terry (``pyspiel.elo.compute_ratings_from_matrices``, the point estimate only, no interval),
   and palaestra's point estimate alone (``samples=0``). The largest difference between palaestra's and
   OpenSpiel's ratings is printed too (their priors differ; with many games they agree).
-* **Checking a game**: :func:`palaestra.scoreboard.server.ladder_checks.check_match` on a one-game
+* **Checking a game**: :func:`palaestra.scoreboard.server.ladders.checks.check_match` on a one-game
   upload (parse the SGF, replay every move through the rules, compare the result), for a 9x9 and a
   19x19 game between random players (long games, many captures: the dear case), against GNU Go
   loading and replaying the same SGF (``gnugo --mode gtp --infile``, then ``quit``; its start-up included).
@@ -74,8 +74,8 @@ def bench_checks(rounds: int) -> None:
     from palaestra.envs.board.gtp import find_binary
     from palaestra.ladder.match import play_match, read_match, rules_of_env
     from palaestra.ladder.players import parse_player
-    from palaestra.scoreboard.ladder_protocol import MatchUpload
-    from palaestra.scoreboard.server.ladder_checks import check_match
+    from palaestra.scoreboard.protocol.ladder import MatchUpload
+    from palaestra.scoreboard.server.ladders.checks import check_match
 
     gnugo = find_binary("gnugo")
     folder = Path(tempfile.mkdtemp())

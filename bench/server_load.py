@@ -200,9 +200,9 @@ def running_server(
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError((Path(data_dir) / "server.log").read_text()[-3000:])
                 time.sleep(0.1)
-            from palaestra.scoreboard.server import auth
-            from palaestra.scoreboard.server.config import resolve_config
-            from palaestra.scoreboard.server.database import Database
+            from palaestra.scoreboard.server.accounts import auth
+            from palaestra.scoreboard.server.core.config import resolve_config
+            from palaestra.scoreboard.server.core.database import Database
 
             db = Database(resolve_config(environ=env).database_url)
             key = auth.create_user(db, "bench")[1]

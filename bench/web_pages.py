@@ -90,9 +90,9 @@ def store_batches(data_dir: Path, ids: list[str], seed: int = 0) -> list[tuple[s
 
     import numpy as np
 
-    from palaestra.scoreboard.server.config import resolve_config
-    from palaestra.scoreboard.server.evaluation_scoring import curves_of
-    from palaestra.scoreboard.server.storage import open_store
+    from palaestra.scoreboard.server.core.config import resolve_config
+    from palaestra.scoreboard.server.core.storage import open_store
+    from palaestra.scoreboard.server.evaluations.derive import curves_of
 
     store = open_store(resolve_config(data_dir=data_dir).storage_url)
     rng = np.random.default_rng(seed)
@@ -194,7 +194,7 @@ def _bulk_insert(session: Any, rows: list[dict[str, Any]]) -> None:
     """Rows into ``evaluations``: COPY on PostgreSQL, one executemany on SQLite."""
     import sqlalchemy as sa
 
-    from palaestra.scoreboard.server import db as m
+    from palaestra.scoreboard.server.tables import scores as m
 
     conn = session.connection()
     if conn.dialect.name != "postgresql":
@@ -211,7 +211,7 @@ def _bulk_insert(session: Any, rows: list[dict[str, Any]]) -> None:
 
 def _drop_indexes(session: Any) -> list[Any]:
     """Drop the secondary indexes of ``evaluations`` for the bulk load; returns them, to create again."""
-    from palaestra.scoreboard.server import db as m
+    from palaestra.scoreboard.server.tables import scores as m
 
     indexes = list(m.Evaluation.__table__.indexes)
     for index in indexes:
@@ -222,8 +222,8 @@ def _drop_indexes(session: Any) -> list[Any]:
 def _benchmark_runs(session: Any, users: list[Any], algorithms: list[Any], count: int, now: datetime) -> list[Any]:
     """``count`` committed, scored runs of BENCHMARK_ID, each of one algorithm."""
     from palaestra.benchmarks import registry
-    from palaestra.scoreboard.server import db as m
-    from palaestra.scoreboard.server.ids import new_id
+    from palaestra.scoreboard.server.core.ids import new_id
+    from palaestra.scoreboard.server.tables import scores as m
 
     tasks = registry.benchmarks[BENCHMARK_ID].tasks
     rng = random.Random(7)
@@ -249,10 +249,10 @@ def fill(database_url: str, data_dir: Path, scale: Scale, with_episodes: int, se
     ingest keeps computed over every row."""
     import sqlalchemy as sa
 
-    from palaestra.scoreboard.server import db as m
-    from palaestra.scoreboard.server.account_tables import User
-    from palaestra.scoreboard.server.database import Database
-    from palaestra.scoreboard.server.ids import new_id
+    from palaestra.scoreboard.server.core.database import Database
+    from palaestra.scoreboard.server.core.ids import new_id
+    from palaestra.scoreboard.server.tables import scores as m
+    from palaestra.scoreboard.server.tables.accounts import User
 
     rng = random.Random(seed)
     database = Database(database_url)
@@ -333,7 +333,7 @@ def _rebuild_index_aggregates(session: Any) -> None:
     """The per-user and per-algorithm aggregates, as the migration that adds them backfills them
     (a server without them, as before issue 23, has nothing to rebuild)."""
     try:
-        from palaestra.scoreboard.server import index_stats
+        from palaestra.scoreboard.server.evaluations import index_stats
     except ImportError:
         return
     index_stats.rebuild(session.connection())
@@ -445,7 +445,7 @@ def main() -> int:
         proc, url, _ = start_server(data_dir, args.database_url, args.anonymous_read_limit)
         try:
             database_url = args.database_url or f"sqlite:///{data_dir / 'scoreboard.sqlite3'}"
-            from palaestra.scoreboard.server.config import normalise_database_url
+            from palaestra.scoreboard.server.core.config import normalise_database_url
 
             t0 = time.perf_counter()
             filled = fill(normalise_database_url(database_url), data_dir, scale, args.with_episodes)

@@ -31,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from palaestra.scoreboard.server.clock import Clock
+from palaestra.scoreboard.server.core.clock import Clock
 
 __all__ = [
     "STARTUP_TIMEOUT_S",
@@ -227,7 +227,8 @@ class InProcessServer:
 
     def create_user(self, name: str, password: str | None = None) -> str:
         """A user in the server's database, with ``password`` if given; returns its API key."""
-        from palaestra.scoreboard.server import accounts, auth
+        from palaestra.scoreboard.server.accounts import auth
+        from palaestra.scoreboard.server.accounts import sessions as accounts
 
         key = auth.create_user(self.state.db, name)[1]
         if password is not None:
@@ -254,9 +255,9 @@ def serving(state: Any) -> Iterator[str]:
 def in_process_server(data_dir: Path, environ: Mapping[str, str] | None = None) -> Iterator[InProcessServer]:
     """A SQLite + file-store scoreboard in ``data_dir``, configured by ``environ`` (``PALAESTRA_*``
     variables), served from this process (:func:`serving`) with a :class:`FakeClock`."""
-    from palaestra.scoreboard.server import auth
-    from palaestra.scoreboard.server.config import resolve_config
-    from palaestra.scoreboard.server.state import build_state
+    from palaestra.scoreboard.server.accounts import auth
+    from palaestra.scoreboard.server.core.config import resolve_config
+    from palaestra.scoreboard.server.core.state import build_state
 
     clock = FakeClock()
     state = build_state(resolve_config(data_dir=data_dir, environ=dict(environ or {})), clock)

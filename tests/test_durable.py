@@ -16,7 +16,7 @@ import pytest
 import palaestra
 from palaestra.durable import write_atomically
 from palaestra.monitoring import files
-from palaestra.scoreboard.server.storage import FileStore
+from palaestra.scoreboard.server.core.storage import FileStore
 
 
 @pytest.fixture

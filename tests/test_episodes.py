@@ -12,14 +12,13 @@ import orjson
 import pytest
 
 import palaestra
-from palaestra import solved_stats
+from palaestra import curves, solved_stats
 from palaestra.benchmarks import Benchmark, ClipTo01ThenAverage, scoring
 from palaestra.episodes import AXES, Episodes, EpisodesError, running_mean, trailing_mean
 from palaestra.monitoring.journal import RECORD_DTYPE, episodes_of_records
 from palaestra.monitoring.sb3_import import SB3MonitorFile, stats_document
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.client.preparation import episode_batch_document
-from palaestra.scoreboard.server.web import curves
+from palaestra.scoreboard.protocol.batches import episode_batch_document
 from tests.monitoring.monitoring_helpers import play
 
 

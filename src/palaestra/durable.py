@@ -5,7 +5,7 @@ The bytes go to a temporary file, which is fsynced, renamed over the target (``o
 then the target's folder is fsynced, so that the rename itself is on disk. A write that fails (a
 full disk, an error in ``write``) removes its temporary file. Used by the Monitor's JSON files
 (:func:`palaestra.monitoring.files.atomic_write_json`) and the scoreboard's file store
-(:class:`palaestra.scoreboard.server.storage.FileStore`).
+(:class:`palaestra.scoreboard.server.core.storage.FileStore`).
 """
 
 from __future__ import annotations

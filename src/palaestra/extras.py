@@ -14,6 +14,8 @@ upload client and the built-in agents. Everything else is an extra (``pyproject.
 ``agents``     agent artifacts: ONNX models checked and evaluated in a sandbox (onnx, onnxruntime, pyseccomp)
 ``ray``        benchmark runs on a Ray cluster
 ``envpool``    EnvPool's C++ vector envs (the vector Monitor reads their task ids)
+``tensorboard`` ``palaestra import tensorboard`` (TensorBoard's reader of event files)
+``export``     the scoreboard's results as parquet (pyarrow)
 ``all``        all of the above but ``ray`` and ``envpool``
 =============  =====================================================================
 
@@ -46,6 +48,8 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "agents": ("onnx", "onnxruntime", "pyseccomp"),
     "ray": ("ray",),
     "envpool": ("envpool",),
+    "tensorboard": ("tensorboard",),
+    "export": ("pyarrow",),
 }
 
 _EXTRA_OF_MODULE = {module: extra for extra, modules in EXTRA_MODULES.items() for module in modules}

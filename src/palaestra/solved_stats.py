@@ -42,6 +42,7 @@ __all__ = [
     "short_mean_label",
     "solved_stats",
     "trailing_mean",
+    "window_error",
 ]
 
 DEFAULT_TRIALS = 100
@@ -144,11 +145,12 @@ def solved_stats(
     best_idx = int(np.argmax(means))
     best = rewards[best_idx : best_idx + trials]
     stats["mean"] = float(np.mean(best))
-    stats["error"] = _window_error(best, trials, legacy)
+    stats["error"] = window_error(best, trials, legacy)
     return stats
 
 
-def _window_error(best: np.ndarray, trials: int, legacy: bool) -> float:
+def window_error(best: np.ndarray, trials: int, legacy: bool = False) -> float:
+    """The error of a window's mean: its standard error (``legacy``: the 2017 number)."""
     if trials == 1:
         return 0.0
     if legacy:

@@ -13,8 +13,8 @@ import pytest
 
 from palaestra.ladder.match import MATCH_FILE, read_match
 from palaestra.ladder.records import from_sgf, to_sgf
-from palaestra.scoreboard import ladder_protocol as lp
 from palaestra.scoreboard.client import ScoreboardClient
+from palaestra.scoreboard.protocol import ladder as lp
 from tests.ladder.conftest import TOURNAMENT
 from tests.scoreboard.server_helpers import ScoreboardServer
 

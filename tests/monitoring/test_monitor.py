@@ -25,12 +25,6 @@ from tests.monitoring.monitoring_helpers import (
 )
 
 
-@pytest.fixture(autouse=True)
-def both_steps(step_path: str) -> str:
-    """Every test here runs on both of the Monitor's steps (conftest.step_path)."""
-    return step_path
-
-
 def cartpole() -> gym.Env:
     return gym.make("CartPole-v1")
 

@@ -1,4 +1,4 @@
-"""The Monitor's step: the C step core and the Python step record the same episodes, and fail alike."""
+"""The Monitor's step: the episodes it records, and how it fails (as Python itself does)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import pytest
 from gymnasium import spaces
 
 import palaestra
-from palaestra.monitoring import stepping
 from palaestra.monitoring.results import load_results
 
 
@@ -52,17 +51,8 @@ def stats(directory) -> dict[str, Any]:
     return load_results(str(directory))
 
 
-def test_the_compiled_step_is_the_monitors_step_where_it_is_built(tmp_path, step_path):
-    env = palaestra.Monitor(ScriptedEnv([]), tmp_path, video_callable=False)
-    if step_path == "compiled step":
-        assert env.step is env._counter  # no Python frame on the common path
-    else:
-        assert env.step.__func__ is palaestra.Monitor.step
-    env.close()
-
-
 @pytest.mark.parametrize("as_list", [False, True], ids=["tuple results", "list results"])
-def test_lengths_rewards_and_truncation_are_recorded_alike(tmp_path, step_path, as_list):
+def test_lengths_rewards_and_truncation_are_recorded_alike(tmp_path, as_list):
     script = [(1.0, False, False), (2, False, False), (np.float32(0.5), True, False)]  # 3 steps, terminated
     script += [(np.float64(-1.25), False, False), (0.25, np.False_, np.True_)]  # 2 steps, truncated
     script += [(True, 1, 0)]  # a bool reward and int flags: 1 step, terminated
@@ -75,7 +65,7 @@ def test_lengths_rewards_and_truncation_are_recorded_alike(tmp_path, step_path, 
     assert results["episode_rewards"] == pytest.approx([3.5, -1.0, 1.0])
 
 
-def test_a_float32_reward_sums_as_pythons_plus_equals_does(tmp_path, step_path):
+def test_a_float32_reward_sums_as_pythons_plus_equals_does(tmp_path):
     rewards = [np.float32(0.1)] * 10
     env = palaestra.Monitor(ScriptedEnv([(r, False, False) for r in rewards[:-1]] + [(rewards[-1], True, False)]),
                             tmp_path, video_callable=False)
@@ -87,7 +77,7 @@ def test_a_float32_reward_sums_as_pythons_plus_equals_does(tmp_path, step_path):
     assert stats(tmp_path)["episode_rewards"] == [float(expected)]
 
 
-def test_an_env_that_raises_leaves_the_episode_as_it_was(tmp_path, step_path):
+def test_an_env_that_raises_leaves_the_episode_as_it_was(tmp_path):
     env = palaestra.Monitor(ScriptedEnv([(1.0, False, False), (1.0, True, False)]), tmp_path, video_callable=False)
     env.reset()
     env.step(0)
@@ -98,7 +88,7 @@ def test_an_env_that_raises_leaves_the_episode_as_it_was(tmp_path, step_path):
     assert stats(tmp_path)["episode_lengths"] == [2]
 
 
-def test_a_result_that_is_not_a_step_result_fails_naming_python_s_error(tmp_path, step_path):
+def test_a_result_that_is_not_a_step_result_fails_naming_python_s_error(tmp_path):
     class Broken(ScriptedEnv):
         def step(self, action: int) -> Any:
             return (0, 1.0) if action == 1 else (0, 1.0, False, False, {})
@@ -111,7 +101,7 @@ def test_a_result_that_is_not_a_step_result_fails_naming_python_s_error(tmp_path
     env.close()
 
 
-def test_a_reward_that_cannot_be_added_fails_as_in_python(tmp_path, step_path):
+def test_a_reward_that_cannot_be_added_fails_as_in_python(tmp_path):
     env = palaestra.Monitor(ScriptedEnv([(1.0, False, False), ("one", False, False)]), tmp_path, video_callable=False)
     env.reset()
     env.step(0)
@@ -120,7 +110,7 @@ def test_a_reward_that_cannot_be_added_fails_as_in_python(tmp_path, step_path):
     env.close()
 
 
-def test_a_subclass_that_overrides_step_keeps_its_own(tmp_path, step_path):
+def test_a_subclass_that_overrides_step_keeps_its_own(tmp_path):
     calls = []
 
     class CountingMonitor(palaestra.Monitor):
@@ -135,7 +125,7 @@ def test_a_subclass_that_overrides_step_keeps_its_own(tmp_path, step_path):
     assert stats(tmp_path)["episode_lengths"] == [2]
 
 
-def test_a_monitor_dropped_without_close_is_collected_and_closed(tmp_path, step_path):
+def test_a_monitor_dropped_without_close_is_collected_and_closed(tmp_path):
     env = palaestra.Monitor(ScriptedEnv([(1.0, True, False)]), tmp_path, video_callable=False)
     play_script(env, 1)
     ref = weakref.ref(env)
@@ -143,17 +133,3 @@ def test_a_monitor_dropped_without_close_is_collected_and_closed(tmp_path, step_
     gc.collect()
     assert ref() is None
     assert stats(tmp_path)["episode_lengths"] == [1]
-
-
-def test_the_compiled_counter_refuses_bad_arguments():
-    if stepping.CompiledStepCounter is None:
-        pytest.skip("the _stepcore extension is not built here (no C compiler)")
-    with pytest.raises(TypeError, match="callable"):
-        stepping.CompiledStepCounter(None, print)
-    counter = stepping.CompiledStepCounter(lambda a: (0, 1.0, False, False, {}), print)
-    with pytest.raises(TypeError, match="exactly one argument"):
-        counter()
-    with pytest.raises(TypeError, match="None or callable"):
-        counter.override = 3
-    with pytest.raises(AttributeError):
-        del counter.reward

@@ -95,9 +95,10 @@ class ScoreboardServer:
     def create_user(self, name: str, password: str | None = None) -> str:
         """Create a user directly in the server's database (in this process: fast), with ``password``
         if given; returns its key."""
-        from palaestra.scoreboard.server import accounts, auth
-        from palaestra.scoreboard.server.config import resolve_config
-        from palaestra.scoreboard.server.database import Database
+        from palaestra.scoreboard.server.accounts import auth
+        from palaestra.scoreboard.server.accounts import sessions as accounts
+        from palaestra.scoreboard.server.core.config import resolve_config
+        from palaestra.scoreboard.server.core.database import Database
 
         db = Database(resolve_config(environ=self.env).database_url)
         try:

@@ -11,8 +11,8 @@ import httpx
 import numpy as np
 import pytest
 
+from palaestra.curves import from_episode_batch
 from palaestra.scoreboard.server.web.aggregate import GRID_POINTS, aggregate_curve
-from palaestra.scoreboard.server.web.curves import from_episode_batch
 from tests.web.web_helpers import Uploads
 
 

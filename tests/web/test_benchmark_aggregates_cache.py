@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server import migrate
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun
+from palaestra.scoreboard.server.core import migrate
+from palaestra.scoreboard.server.core.database import Database
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun
 from palaestra.scoreboard.server.web import benchmarks
 
 BENCHMARK = "ClassicControl2-v1"

@@ -11,7 +11,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from palaestra.scoreboard.server.pictures import ANIMATION_WIDTH
+from palaestra.scoreboard.server.evaluations.pictures import ANIMATION_WIDTH
 from palaestra.scoreboard.server.web.compare import PALETTE
 from tests.web.test_browser import COUNT_PIXELS_JS, _no_page_errors
 from tests.web.web_helpers import PageRecord, Uploads, poll, require_vendor_assets, screenshot

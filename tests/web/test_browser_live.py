@@ -46,7 +46,11 @@ def test_a_followed_runs_page_counts_its_episodes_up_while_it_trains(
         # no reload: the page's own script fetches /live/{id}.json and rewrites the count
         poll(pg, f"Number(document.getElementById('live-episodes').textContent) > {first + 5}", timeout_s=30)
         assert pg.evaluate("performance.getEntriesByType('navigation').length") == 1
-        assert pg.locator("#live-curve polyline").get_attribute("points")
+        # the evaluation page's charts (charts.js): drawn, with axes and the threshold in the legend
+        poll(pg, "Number(document.getElementById('chart-reward').getAttribute('data-points')) > 0", timeout_s=30)
+        assert pg.locator("#chart-reward .u-axis").count() >= 2
+        assert "threshold" in pg.locator("#chart-reward .u-legend").inner_text()
+        assert pg.locator("#live-recent-label").inner_text().startswith("Mean of the")
         screenshot(pg, "live-run")
 
         pg.goto(f"{live_server.url}/envs/CartPole-v1")

@@ -148,7 +148,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 
 
 def test_env_pictures_come_from_a_video_or_are_rendered_once_and_kept(web_server: Any, uploads: Uploads) -> None:
-    from palaestra.scoreboard.server.pictures import ANIMATION_WIDTH, picture_key
+    from palaestra.scoreboard.server.evaluations.pictures import ANIMATION_WIDTH, picture_key
 
     with httpx.Client(base_url=web_server.url, timeout=180) as client:
         # CartPole-v0 has an uploaded mp4: its first seconds become an animated WebP
@@ -178,7 +178,7 @@ def test_evaluations_without_training_episodes_are_listed_but_not_drawn() -> Non
     from datetime import datetime, timezone
 
     from palaestra.scoreboard import protocol
-    from palaestra.scoreboard.server.records import EvaluationRecord
+    from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
     from palaestra.scoreboard.server.web.compare import chart_data
 
     score = protocol.EvaluationScore(**{name: None for name in protocol.EvaluationScore.model_fields} | {

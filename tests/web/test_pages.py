@@ -19,12 +19,12 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server import db as m
-from palaestra.scoreboard.server import index_stats
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.evaluation_scoring import curves_of
-from palaestra.scoreboard.server.state import build_state
+from palaestra.scoreboard.server.core.config import resolve_config
+from palaestra.scoreboard.server.core.state import build_state
+from palaestra.scoreboard.server.evaluations import index_stats
+from palaestra.scoreboard.server.evaluations.derive import curves_of
+from palaestra.scoreboard.server.tables import scores as m
+from palaestra.scoreboard.server.tables.accounts import User
 from palaestra.scoreboard.server.web import assets
 from palaestra.solved_stats import ranking_mean, score_from_merged
 from tests.server_process import serving

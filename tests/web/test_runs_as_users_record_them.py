@@ -22,7 +22,7 @@ import pytest
 import palaestra
 from palaestra.monitoring import vector_env_fns
 from palaestra.scoreboard.client import upload
-from palaestra.scoreboard.server.records import StoredVideo
+from palaestra.scoreboard.server.evaluations.records import StoredVideo
 from palaestra.scoreboard.server.web.views import video_titles
 from tests.cli.cli_helpers import palaestra as palaestra_cli
 

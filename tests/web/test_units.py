@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from palaestra.scoreboard.server.web import curves
+from palaestra import curves
 from palaestra.scoreboard.server.web.render import fmt_number, safe_url
 from palaestra.scoreboard.server.web.views import Page, clamp_page
 from palaestra.solved_stats import trailing_mean

@@ -193,17 +193,31 @@ def _bootstrap_statistics(
 
 @dataclass(frozen=True)
 class Interval:
-    """A point estimate with its confidence interval."""
+    """A point estimate with its confidence interval, or without one (``low``/``high`` None) where none
+    exists: one value, or a benchmark whose every task has a single score (``n``: the most values any
+    part had, which a page shows in place of the interval). The one interval type of palaestra: the
+    statistics here, the benchmark pages and the leaderboard entries all use it."""
 
     value: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
     confidence: float = 0.95
+    n: int = 2
 
-    def to_dict(self) -> dict[str, float]:
+    @property
+    def has_interval(self) -> bool:
+        return self.low is not None and self.high is not None
+
+    def to_dict(self) -> dict[str, float | None]:
         return {"value": self.value, "low": self.low, "high": self.high, "confidence": self.confidence}
 
+    def to_json(self) -> list[float | None]:
+        """``[value, low, high]``, as the pages hand it to their charts."""
+        return [self.value, self.low, self.high]
+
     def __str__(self) -> str:
+        if self.low is None or self.high is None:
+            return f"{self.value:.3f}"
         return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
 

@@ -38,6 +38,7 @@ COMMAND_MODULES = (
     "agent",
     "worker",
     "import_",
+    "export",
     "benchmark",
     "match",
     "anchors",

@@ -124,8 +124,8 @@ def _new_run_directory(runs: Path) -> Path:
 
 
 def _create_key(config: Any) -> str:
-    from palaestra.scoreboard.server import auth
-    from palaestra.scoreboard.server.state import open_database
+    from palaestra.scoreboard.server.accounts import auth
+    from palaestra.scoreboard.server.core.state import open_database
 
     db = open_database(config, migrate_now=False)
     try:
@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve_and_run(args: argparse.Namespace, data_dir: Path, port: int) -> int:
-    from palaestra.scoreboard.server.config import resolve_config
+    from palaestra.scoreboard.server.core.config import resolve_config
     from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 
     # Embedded defaults whatever PALAESTRA_* variables say: SQLite and a blob folder in the data dir.

@@ -1,7 +1,7 @@
 """``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate;
-``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.gc`);
+``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.archive.gc`);
 ``palaestra server rotate-secret``: a new upload-signing secret; ``palaestra server backup DEST``;
-``palaestra server rescore``: derive every stored evaluation and benchmark run again (:mod:`palaestra.scoreboard.server.rescore`);
+``palaestra server rescore``: derive every stored evaluation and benchmark run again (:mod:`palaestra.scoreboard.server.evaluations.rescore`);
 ``export`` (and ``export --static``, the static mirror), ``import``, ``verify`` and ``log-backfill``: :mod:`palaestra.cli.server_archive`."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def add_database_arguments(parser: argparse.ArgumentParser, suppress: bool = Fal
 
 
 def config_from_args(args: argparse.Namespace) -> Any:
-    from palaestra.scoreboard.server.config import resolve_config
+    from palaestra.scoreboard.server.core.config import resolve_config
 
     flags = {
         "gc_interval": "gc_interval_s",
@@ -187,7 +187,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import logging
 
-    from palaestra.scoreboard.server.state import migrate_database
+    from palaestra.scoreboard.server.core.state import migrate_database
 
     private_files()
     config = config_from_args(args)
@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "run":
         import logging.config
 
-        from palaestra.scoreboard.server.logs import log_config
+        from palaestra.scoreboard.server.core.logs import log_config
 
         # the server's log format (timestamps) from its first line on
         logging.config.dictConfig(log_config(level))
@@ -249,9 +249,9 @@ def collect_garbage(config: Any, dry_run: bool, as_json: bool) -> int:
     """``palaestra server gc``: one clean-up of the database and store of ``config``, reported."""
     import json
 
-    from palaestra.scoreboard.server.gc import collect
-    from palaestra.scoreboard.server.state import open_database
-    from palaestra.scoreboard.server.storage import open_store
+    from palaestra.scoreboard.server.archive.gc import collect
+    from palaestra.scoreboard.server.core.state import open_database
+    from palaestra.scoreboard.server.core.storage import open_store
 
     with startup_errors(config):
         db = open_database(config, migrate_now=True)
@@ -275,9 +275,9 @@ def collect_garbage(config: Any, dry_run: bool, as_json: bool) -> int:
 def rescore_board(config: Any) -> int:
     """``palaestra server rescore``: every stored evaluation derived again from its episode batch, then
     every benchmark run scored from its evaluations' TaskScores; a report of what changed."""
-    from palaestra.scoreboard.server.rescore import rescore
-    from palaestra.scoreboard.server.state import open_database
-    from palaestra.scoreboard.server.storage import open_store
+    from palaestra.scoreboard.server.core.state import open_database
+    from palaestra.scoreboard.server.core.storage import open_store
+    from palaestra.scoreboard.server.evaluations.rescore import rescore
 
     if config.read_only:
         raise ConfigurationError(
@@ -307,7 +307,7 @@ def private_files() -> None:
 def _backup(config: Any, destination: str | None) -> int:
     from pathlib import Path
 
-    from palaestra.scoreboard.server.backup import backup
+    from palaestra.scoreboard.server.archive.backup import backup
 
     if not destination:
         raise ConfigurationError("palaestra server backup needs a folder to copy into: backup DEST")
@@ -323,8 +323,8 @@ def _backup(config: Any, destination: str | None) -> int:
 def _rotate_secret(config: Any) -> int:
     from datetime import datetime, timezone
 
-    from palaestra.scoreboard.server.signing import rotate
-    from palaestra.scoreboard.server.state import open_database
+    from palaestra.scoreboard.server.core.signing import rotate
+    from palaestra.scoreboard.server.core.state import open_database
 
     with startup_errors(config):
         db = open_database(config)
@@ -345,7 +345,7 @@ def check_can_start(config: Any) -> None:
     """Open what the server needs, once, before it listens, so that a server that cannot start says
     why in one line (:class:`~palaestra.errors.StartupError`, exit code 3) instead of uvicorn's
     traceback: the port, the data folder, the database (migrated unless ``--no-migrate``) and the store."""
-    from palaestra.scoreboard.server.state import build_state
+    from palaestra.scoreboard.server.core.state import build_state
 
     why = cannot_listen(config.host, config.port)
     if why:
@@ -396,6 +396,6 @@ def _url_host(host: str) -> str:
 
 
 def _shown(url: str) -> str:
-    import sqlalchemy as sa
+    from palaestra.scoreboard.server.core.database import shown_url
 
-    return sa.make_url(url).render_as_string(hide_password=True)
+    return shown_url(url)

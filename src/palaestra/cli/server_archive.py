@@ -105,9 +105,9 @@ def verify(config: Any, args: argparse.Namespace) -> int:
 
 
 def log_backfill(config: Any, args: argparse.Namespace) -> int:
-    from palaestra.scoreboard.server.archive.scorelog import backfill
-    from palaestra.scoreboard.server.state import open_database
-    from palaestra.scoreboard.server.storage import open_store
+    from palaestra.scoreboard.server.core.state import open_database
+    from palaestra.scoreboard.server.core.storage import open_store
+    from palaestra.scoreboard.server.evaluations.scorelog import backfill
 
     db = open_database(config, migrate_now=True)
     try:
@@ -134,7 +134,9 @@ def run(config: Any, args: argparse.Namespace) -> int:
         return ACTIONS[args.action](config, args)
     except sa.exc.DBAPIError as exc:
         first = str(exc.orig or exc).strip().splitlines()[0]
-        url = sa.make_url(config.database_url).render_as_string(hide_password=True)
+        from palaestra.scoreboard.server.core.database import shown_url
+
+        url = shown_url(config.database_url)
         raise ConfigurationError(
             f"palaestra server {args.action}: the database {url} failed ({first})"
         ) from None

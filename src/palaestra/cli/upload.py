@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
+import threading
 from typing import Any
 
 from palaestra.errors import ConfigurationError
@@ -41,9 +43,16 @@ def register(subparsers: Any) -> None:
         help="with --follow: seconds between two reads of DIR (default 5)",
     )
     parser.add_argument(
+        "--while-parent-runs",
+        action="store_true",
+        help="with --follow: stop following, without sealing, once the process that started this one ends "
+        "(its end of standard input closes); Monitor(live=True) starts its follower so",
+    )
+    parser.add_argument(
         "--seal",
         metavar="LIVE_ID",
-        help="seal a live evaluation of yours (one whose training process died) into an evaluation",
+        help="seal a live evaluation of yours (one whose training process died) into an evaluation; "
+        "given its DIR too, with its videos and provenance, as the follower seals",
     )
     parser.add_argument(
         "--agent",
@@ -251,18 +260,50 @@ def _follow(args: argparse.Namespace) -> int:
         raise ConfigurationError(f"--interval must be a positive number of seconds, not {interval}")
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
         follower = Follower(
-            client, args.directory, interval=interval, algorithm=args.algorithm, writeup=args.writeup
+            client,
+            args.directory,
+            interval=interval,
+            algorithm=args.algorithm,
+            writeup=args.writeup,
+            skip_videos=args.skip_videos,
+            send_provenance=not args.no_provenance,
         )
+        if args.while_parent_runs:
+            threading.Thread(target=_stop_when_stdin_closes, args=(follower,), daemon=True).start()
         sealed = follower.follow()
+    if sealed is None or sealed.status != "sealed":  # stopped: the recording process ended, unclosed
+        what = (
+            "nothing was recorded"
+            if sealed is None
+            else f"its live evaluation {sealed.id} shows as abandoned; 'palaestra upload --seal {sealed.id} "
+            f"{args.directory}' makes it an evaluation with its videos and provenance"
+        )
+        print(f"Stopped following {args.directory}: the process that recorded it ended ({what}).", file=sys.stderr)
+        return 1
     return _print_sealed(args, client, sealed)
+
+
+def _stop_when_stdin_closes(follower: Any) -> None:
+    """``--while-parent-runs``: standard input is a pipe that the parent never writes to; it reads as
+    closed once the parent ended, however it ended."""
+    while sys.stdin.buffer.read(65536):
+        pass
+    follower.stop()
 
 
 def _seal(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.client import ScoreboardClient
-    from palaestra.scoreboard.live_protocol import LiveEvaluationObject
+    from palaestra.scoreboard.client.follow import seal_body
+    from palaestra.scoreboard.protocol.live import LiveEvaluationObject, LiveSeal
 
     with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
-        sealed = client.http.call(LiveEvaluationObject, "POST", f"/v1/live_evaluations/{args.seal}/seal")
+        # with its directory, the seal carries its videos and provenance, as the follower's does
+        body = (
+            seal_body(client, args.directory, args.seal, args.skip_videos, not args.no_provenance)
+            if args.directory
+            else LiveSeal()
+        )
+        sealed = client.http.call(LiveEvaluationObject, "POST", f"/v1/live_evaluations/{args.seal}/seal", body=body)
     return _print_sealed(args, client, sealed)
 
 

@@ -67,8 +67,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from palaestra.errors import Error
-    from palaestra.scoreboard.server import accounts, auth
-    from palaestra.scoreboard.server.state import open_database
+    from palaestra.scoreboard.server.accounts import auth
+    from palaestra.scoreboard.server.accounts import sessions as accounts
+    from palaestra.scoreboard.server.core.state import open_database
 
     private_files()
     config = config_from_args(args)
@@ -138,7 +139,7 @@ def _read_password(args: argparse.Namespace) -> str:
     """The new password: from standard input (``--password-stdin``, one line) or typed twice at a
     hidden prompt; checked before anything is written."""
     from palaestra.errors import ConfigurationError
-    from palaestra.scoreboard.server.accounts import check_password
+    from palaestra.scoreboard.server.accounts.sessions import check_password
 
     if args.password_stdin:
         return check_password(sys.stdin.readline().rstrip("\r\n"))

@@ -1,4 +1,4 @@
-"""``palaestra worker``: evaluate the agents uploaded to a scoreboard (:mod:`palaestra.scoreboard.server.agent_worker`).
+"""``palaestra worker``: evaluate the agents uploaded to a scoreboard (:mod:`palaestra.scoreboard.server.agents.worker`).
 
 It works on the board's database and blob store directly, chosen by the same flags and variables as
 ``palaestra server`` (``--database-url postgresql://...``, ``--storage s3://...``), so any number of
@@ -43,7 +43,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from palaestra.errors import StartupError
-    from palaestra.scoreboard.server.agent_worker import AgentWorker, Runner, cannot_evaluate, worker_state
+    from palaestra.scoreboard.server.agents.worker import AgentWorker, Runner, cannot_evaluate, worker_state
 
     private_files()
     config = config_from_args(args)
@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         state = worker_state(config)
     runner: Runner | None = None  # the sandbox on this machine
     if args.ray:
-        from palaestra.scoreboard.server.agent_ray import ray_runner
+        from palaestra.scoreboard.server.agents.ray import ray_runner
 
         runner = ray_runner(args.ray, config)
     worker = AgentWorker(state, runner)

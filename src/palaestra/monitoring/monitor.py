@@ -34,7 +34,7 @@ from palaestra.monitoring.recording import (
 )
 from palaestra.monitoring.schedules import VideoSchedule, disable_videos
 from palaestra.monitoring.stats import StatsRecorder
-from palaestra.monitoring.stepping import episode_counter
+from palaestra.monitoring.stepping import EpisodeCounter
 
 logger = logging.getLogger("palaestra")
 
@@ -59,8 +59,8 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
             seed of every reset) in ``openaigym.provenance.{infix}.json``; ``False`` records nothing.
         provenance_omit: sections (``"git"``, ``"command"``, ``"system"``, ``"packages"``, ``"env"``,
             ``"seeds"``, ``"config"``) or single fields (``"system.host"``) to leave out.
-        live: put the run on the scoreboard while it trains: ``palaestra upload --follow`` in a background
-            thread (server and API key as for ``palaestra upload``), which seals the evaluation when the
+        live: put the run on the scoreboard while it trains: ``palaestra upload --follow`` in a process of
+            its own (server and API key as for ``palaestra upload``), which seals the evaluation when the
             Monitor closes (docs/upload.md, "Following a run while it trains").
 
     Closing the Monitor writes the final stats and manifest and closes the wrapped environment.
@@ -124,15 +124,11 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
         self._episode_type = episode_type
         self._needs_reset: str | None = "before reset"
         #: the step's state: ``override``, the running episode's ``steps`` and ``reward`` (stepping.py)
-        self._counter = episode_counter(env.step, self._end_episode)
+        self._counter = EpisodeCounter()
         self._set_step(self._refuse_step)
-        if callable(self._counter) and type(self).step is Monitor.step:
-            # the compiled counter is the step itself: the common path without a Python frame (a
-            # subclass's own step stays its step)
-            self.step = self._counter  # type: ignore[method-assign]
         self._started = False
         self.enabled = True
-        #: the follower sending this run to the scoreboard while it trains (``live=True``), else None
+        #: the follower process sending this run to the scoreboard while it trains (``live=True``), else None
         self.follower = follow_live(self.directory) if live else None
 
     # -- the Gymnasium API ----------------------------------------------------------------------------
@@ -140,10 +136,9 @@ class Monitor(gymnasium.Wrapper[ObsType, ActType, ObsType, ActType]):
     # case (an episode running, no video); the other states set the counter's ``override``
     # (``_refuse_step`` before reset / after the end, ``_step_first`` on an episode's first step,
     # ``_step_true_reward`` for envs that report a true reward, ``_step_recording`` while a video is
-    # being recorded). One check and two counters per step, in C where the step core is built (then
-    # the counter is this instance's ``step``; this method is the same logic in Python); the episode's
-    # end, the reset and the first step keep to the fewest calls, since in short episodes they weigh
-    # too: under 0.4 of RecordEpisodeStatistics' overhead (bench/monitor_overhead.py).
+    # being recorded). One check and two counters per step; the episode's end, the reset and the first
+    # step keep to the fewest calls, since in short episodes they weigh too: about 0.4 of
+    # RecordEpisodeStatistics' overhead (bench/monitor_overhead.py).
     def step(self, action: ActType) -> tuple[ObsType, SupportsFloat, bool, bool, dict[str, Any]]:
         counter = self._counter
         if counter.override is not None:

@@ -1,13 +1,16 @@
 """What the single and the vector Monitor share (``monitor.py`` and ``vector.py`` both import it, and
 neither imports the other at module level): the video schedule and episode-type arguments, the env
 info of a manifest, the directory's preparation, the video mode for a render mode, and ``live=True``'s
-follower. The registry of open Monitors is :mod:`.open_monitors` (the upload client reads it).
+follower (the command line's, in a process of its own). The registry of open Monitors is :mod:`.open_monitors` (the upload client reads it).
 """
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -138,8 +141,29 @@ def prepare_directory(directory: str | os.PathLike[str], force: bool = False, re
     return path
 
 
-def follow_live(directory: str) -> Any:
-    """``live=True``: ``palaestra upload --follow`` in a background thread (imported only then)."""
-    from palaestra.scoreboard.client.follow import follow_in_background
+def follow_live(directory: str) -> subprocess.Popen[bytes]:
+    """``live=True``: the command line's follower (``palaestra upload --follow DIR``) in a process of its
+    own, so that recording never imports the upload client. It reads the server and key from the same
+    places (the environment, ``palaestra login``) and seals the run once the Monitor is closed; this
+    interpreter waits for that at exit (:func:`_wait_for_follower`). Started with
+    ``--while-parent-runs``, it stops (without sealing: the run shows as abandoned) if this process
+    ends without closing its Monitor, even when killed."""
+    command = [sys.executable, "-m", "palaestra", "upload", "--follow", directory, "--while-parent-runs"]
+    # stdin: a pipe this process never writes to, closed by the system when this process ends however
+    # it ends; stdout: the follower's URL lines are for a terminal, not for the training's output
+    follower = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    atexit.register(_wait_for_follower, follower)
+    return follower
 
-    return follow_in_background(directory)
+
+#: How long the exit of a training process waits for its follower's last polls and seal (its interval
+#: is 5 s: a few polls, and the seal's request with its retries).
+FOLLOWER_EXIT_WAIT_S = 75.0
+
+
+def _wait_for_follower(follower: subprocess.Popen[bytes]) -> None:
+    try:
+        follower.wait(FOLLOWER_EXIT_WAIT_S)
+    except subprocess.TimeoutExpired:
+        logger.warning("The live follower of this run did not finish in %.0f s; stopping it", FOLLOWER_EXIT_WAIT_S)
+        follower.terminate()

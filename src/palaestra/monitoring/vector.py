@@ -162,7 +162,7 @@ class VectorMonitor(VectorWrapper[Any, Any, Any, Any, Any]):
         self._watch_done = bool(self.video_envs) or self.autoreset_mode is AutoresetMode.DISABLED
         self._started = False
         self.enabled = True
-        #: the follower sending this run to the scoreboard while it trains (``live=True``), else None
+        #: the follower process sending this run to the scoreboard while it trains (``live=True``), else None
         self.follower = follow_live(self.directory) if live else None
 
     # -- the VectorEnv API --------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_the_sandboxed_evaluation_scores_what_the_same_evaluation_in_process_sco
 
 
 def test_a_cleanrl_style_atari_policy_is_evaluated_under_machado_et_al_s_protocol(tmp_path: Path, sandbox: None) -> None:
-    from palaestra.scoreboard.server.conditions import derive_conditions
+    from palaestra.scoreboard.server.evaluations.conditions import derive_conditions
 
     descriptor = AgentDescriptor.from_document(
         {

@@ -138,3 +138,67 @@ def test_a_vector_monitor_with_live_true_is_sealed_when_it_closes_and_the_proces
     assert state["status"] == "sealed" and state["episodes"] == recorded >= 30
     assert len(state["sources"]) == 1  # a vector run writes one manifest, whatever its sub-environments
     assert _evaluation(scoreboard_server, state["evaluation_id"])["score"]["number_episodes"] == recorded
+
+
+def test_monitor_live_prints_the_live_pages_url_once_and_names_the_run_after_the_env_and_directory(
+    scoreboard_server: ScoreboardServer, tmp_path: Path
+) -> None:
+    run = tmp_path / "cartpole-ppo"
+    env = {**scoreboard_server.env, "PALAESTRA_SERVER": scoreboard_server.url,
+           "PALAESTRA_API_KEY": scoreboard_server.api_key}  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", BACKGROUND_SCRIPT, str(run)], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    live_id = live_id_of(run)
+    url = f"{scoreboard_server.url}/live/{live_id}"
+    assert result.stderr.count(url) == 1, result.stderr
+    assert f"Following {run} live at {url}" in result.stderr
+    state = live_state(scoreboard_server, str(live_id))
+    assert state["name"] == "CartPole-v1 · cartpole-ppo"
+
+
+KILLED_SCRIPT = r"""
+import sys, time
+import gymnasium as gym
+import palaestra
+
+env = palaestra.Monitor(gym.make("CartPole-v1"), sys.argv[1], video_callable=False, live=True)
+print(env.follower.pid, flush=True)
+env.reset(seed=0)
+while True:  # until killed, never closed
+    _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+    if terminated or truncated:
+        env.reset()
+    time.sleep(0.002)
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie nobody reaped yet has ended)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_the_follower_of_a_live_monitor_stops_unsealed_when_its_training_process_is_killed(
+    scoreboard_server: ScoreboardServer, tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
+    env = {**scoreboard_server.env, "PALAESTRA_SERVER": scoreboard_server.url,
+           "PALAESTRA_API_KEY": scoreboard_server.api_key}  # fmt: skip
+    training = subprocess.Popen(
+        [sys.executable, "-c", KILLED_SCRIPT, str(run)], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert training.stdout is not None
+        follower_pid = int(training.stdout.readline())
+        live_id = wait_for(lambda: live_id_of(run), timeout=60, what="the live evaluation")
+        wait_for(lambda: live_state(scoreboard_server, live_id)["episodes"] > 0, timeout=60, what="episodes")
+    finally:
+        training.send_signal(signal.SIGKILL)
+        training.wait(timeout=30)
+    wait_for(lambda: not _running(follower_pid), timeout=60, what="the follower's end")
+    assert live_state(scoreboard_server, live_id)["status"] != "sealed"  # abandoned, for --seal to end

@@ -12,10 +12,10 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.db import Evaluation
-from palaestra.scoreboard.server.storage import BlobStore, open_store
+from palaestra.scoreboard.server.core.config import resolve_config
+from palaestra.scoreboard.server.core.database import Database
+from palaestra.scoreboard.server.core.storage import BlobStore, open_store
+from palaestra.scoreboard.server.tables.scores import Evaluation
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,

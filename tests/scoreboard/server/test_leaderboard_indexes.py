@@ -9,8 +9,8 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 
-from palaestra.scoreboard.server import migrate
-from palaestra.scoreboard.server.db import Evaluation
+from palaestra.scoreboard.server.core import migrate
+from palaestra.scoreboard.server.tables.scores import Evaluation
 from palaestra.scoreboard.server.web.queries import LEADERBOARD_SORTS
 
 ORDERS = ["episodes", "mean", "submitted"]

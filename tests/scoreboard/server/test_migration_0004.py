@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from palaestra.scoreboard.server import migrate
+from palaestra.scoreboard.server.core import migrate
 
 _USER = "INSERT INTO users (name, created) VALUES ('old', '2024-01-01 00:00:00')"
 _EVALUATION = (

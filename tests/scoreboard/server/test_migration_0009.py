@@ -13,10 +13,10 @@ import pytest
 import sqlalchemy as sa
 from alembic import command
 
-from palaestra.scoreboard.server import migrate
-from palaestra.scoreboard.server.evaluation_scoring import curves_of
-from palaestra.scoreboard.server.ingest import read_validated_batch
-from palaestra.scoreboard.server.storage import FileStore
+from palaestra.scoreboard.server.core import migrate
+from palaestra.scoreboard.server.core.storage import FileStore
+from palaestra.scoreboard.server.evaluations.derive import curves_of
+from palaestra.scoreboard.server.evaluations.ingest import read_validated_batch
 from tests.scoreboard.server_helpers import make_batch
 
 _USER = "INSERT INTO users (name, created) VALUES ('old', '2024-01-01 00:00:00')"

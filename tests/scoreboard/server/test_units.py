@@ -11,10 +11,10 @@ import sqlalchemy as sa
 from palaestra.cli import main
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server import migrate
-from palaestra.scoreboard.server.config import resolve_config
-from palaestra.scoreboard.server.db_base import Base
-from palaestra.scoreboard.server.storage import FileStore, S3Store, check_key, open_store
+from palaestra.scoreboard.server.core import migrate
+from palaestra.scoreboard.server.core.config import resolve_config
+from palaestra.scoreboard.server.core.storage import FileStore, S3Store, check_key, open_store
+from palaestra.scoreboard.server.tables.base import Base
 
 
 def test_episode_batch_validation_names_the_field() -> None:
@@ -141,9 +141,9 @@ def test_sqlite_writers_of_two_databases_queue_on_the_lock_file(tmp_path: Path) 
     """Two Database objects on one file stand for two server processes: every write lands."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from palaestra.scoreboard.server.database import Database
-    from palaestra.scoreboard.server.service_tables import ServerSetting
-    from palaestra.scoreboard.server.state import migrate_database
+    from palaestra.scoreboard.server.core.database import Database
+    from palaestra.scoreboard.server.core.state import migrate_database
+    from palaestra.scoreboard.server.tables.service import ServerSetting
 
     config = resolve_config(environ={"PALAESTRA_DATA_DIR": str(tmp_path)})
     migrate_database(config)
@@ -201,10 +201,10 @@ def test_statements_run_at_commit(backend: str, tmp_path: Path, request: pytest.
     from concurrent.futures import ThreadPoolExecutor
     from datetime import datetime, timezone
 
-    from palaestra.scoreboard.server.database import Database, execute_at_commit
-    from palaestra.scoreboard.server.db import EnvStats, upsert_env_stats
-    from palaestra.scoreboard.server.service_tables import ServerSetting
-    from palaestra.scoreboard.server.state import migrate_database
+    from palaestra.scoreboard.server.core.database import Database, execute_at_commit
+    from palaestra.scoreboard.server.core.state import migrate_database
+    from palaestra.scoreboard.server.tables.scores import EnvStats, upsert_env_stats
+    from palaestra.scoreboard.server.tables.service import ServerSetting
 
     url = request.getfixturevalue("postgres_url") if backend == "postgres" else None
     config = resolve_config(database_url=url, environ={"PALAESTRA_DATA_DIR": str(tmp_path)})

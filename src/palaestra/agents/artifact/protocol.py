@@ -6,7 +6,7 @@ Machado et al.'s recommendations (2018, "Revisiting the Arcade Learning Environm
 actions with probability 0.25, the full action set of 18 actions, and at most 108,000 frames (30
 minutes of play) an episode; an episode is the whole game, never a life. Every other env is made as
 registered. The Monitor records these arguments in the provenance, so the evaluation's conditions
-card (:mod:`palaestra.scoreboard.server.conditions`) says them.
+card (:mod:`palaestra.scoreboard.server.evaluations.conditions`) says them.
 """
 
 from __future__ import annotations

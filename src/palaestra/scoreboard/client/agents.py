@@ -2,7 +2,7 @@
 
 - :func:`submit_agent`: ``POST /v1/agents`` with the ``.onnx`` file and the descriptor beside it
   (``MODEL.json``, as ``palaestra agent pack`` writes it); the queued job
-  (:class:`~palaestra.scoreboard.agent_protocol.AgentJobObject`, its page in ``web_url``);
+  (:class:`~palaestra.scoreboard.protocol.agents.AgentJobObject`, its page in ``web_url``);
 - :func:`follow_job`: the job read again until it is done or failed, each new state handed to
   ``on_update`` (``--wait`` prints the episodes as they finish).
 
@@ -20,8 +20,8 @@ from pathlib import Path
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.agent_protocol import AGENTS_PATH, AgentJobObject
 from palaestra.scoreboard.client.session import ScoreboardClient
+from palaestra.scoreboard.protocol.agents import AGENTS_PATH, AgentJobObject
 
 __all__ = ["FINISHED", "descriptor_beside", "follow_job", "get_job", "submit_agent"]
 

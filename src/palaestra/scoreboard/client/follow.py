@@ -10,11 +10,16 @@
   applied. Requests retry through the client's transport; past its budget the follower waits for the
   next poll and asks the server where it is.
 - When every manifest is final (its Monitor closed: no journal left), it sends the rest and seals the
-  live evaluation: the server makes the evaluation an upload of the finished directory would make.
+  live evaluation with what an upload of the finished directory carries besides the episodes (its
+  video archive, uploaded as an upload uploads it, and its provenance: :func:`seal_body`), so the
+  server makes the very evaluation an upload of that directory would make.
+- The run is named from its env id and algorithm (else its directory's name), and its page's URL is
+  printed once, on stderr, when the run is created.
 - The live evaluation's id is kept in ``.palaestra-live.json`` in the directory (a name the 2017
   loader ignores), so a follower started again on the same directory continues the same one.
-- :func:`follow_in_background`: the same in a daemon thread of the training process, for runs that
-  should appear on the board by themselves.
+- :func:`follow_in_background`: the same in a daemon thread of the calling process, for a training
+  script that starts its follower itself (``Monitor(live=True)`` starts the command line's follower
+  in a process of its own instead, so that recording never imports this package).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import atexit
 import json
 import logging
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -32,22 +38,33 @@ from palaestra.monitoring import files
 from palaestra.monitoring.results import collapse_env_infos, read_stats_file
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.keys import idempotency_key
+from palaestra.scoreboard.client.preparation import prepare_training_directory, temporary_archive
 from palaestra.scoreboard.client.session import ScoreboardClient
-from palaestra.scoreboard.live_protocol import (
+from palaestra.scoreboard.protocol.live import (
     LiveChunk,
     LiveChunkAnswer,
     LiveEvaluationCreate,
     LiveEvaluationObject,
+    LiveSeal,
 )
 
-__all__ = ["CHUNK_EPISODES", "DEFAULT_INTERVAL_S", "STATE_FILE", "Follower", "follow_in_background"]
+__all__ = [
+    "CHUNK_EPISODES",
+    "DEFAULT_INTERVAL_S",
+    "STATE_FILE",
+    "Follower",
+    "follow_in_background",
+    "run_name",
+    "seal_body",
+]
 
 logger = logging.getLogger("palaestra.upload")
 
 #: Seconds between two reads of the directory: what TensorBoard's reloader waits by default, and a
 #: follower at this interval costs well under 1 % of a core (bench/live_follow.py).
 DEFAULT_INTERVAL_S = 5.0
-#: Episodes per chunk: about 70 KB of JSON, far below the server's body cap.
+#: Episodes per chunk: about 70 KB of JSON, at most 96 KB however the numbers are spelt: a fifth of the
+#: protocol's largest chunk (MAX_CHUNK_EPISODES), which the server's body cap fits (MAX_CHUNK_BODY_BYTES).
 CHUNK_EPISODES = 1000
 #: Which live evaluation a directory feeds (server and id), so that a restarted follower continues it.
 STATE_FILE = ".palaestra-live.json"
@@ -105,20 +122,25 @@ class Follower:
         interval: float = DEFAULT_INTERVAL_S,
         algorithm: str | None = None,
         writeup: str | None = None,
+        skip_videos: bool = False,
+        send_provenance: bool = True,
     ) -> None:
         self.client = client
         self.directory = os.path.abspath(os.fspath(directory))
         self.interval = interval
         self.algorithm = algorithm
         self.writeup = writeup
+        self.skip_videos = skip_videos
+        self.send_provenance = send_provenance
         self.live_id: str | None = None
         self.positions: dict[str, int] = {}
         self.sent_chunks = 0
         self._stop = threading.Event()
 
     # -- the loop ------------------------------------------------------------------------------------
-    def follow(self) -> LiveEvaluationObject:
-        """Poll until every Monitor of the directory closed, then seal; the sealed live evaluation."""
+    def follow(self) -> LiveEvaluationObject | None:
+        """Poll until every Monitor of the directory closed, then seal; the sealed live evaluation (after
+        :meth:`stop`: the live evaluation as it stands, or None where nothing was sent yet)."""
         while not self._stop.is_set():
             try:
                 if self.poll_once():
@@ -133,7 +155,7 @@ class Follower:
             except _AlreadySealed as done:
                 return done.live
             self._stop.wait(self.interval)
-        return self.status()
+        return self.status() if self.live_id is not None else None
 
     def stop(self) -> None:
         self._stop.set()
@@ -160,8 +182,10 @@ class Follower:
         return self.client.http.call(LiveEvaluationObject, "GET", f"{_LIVE}/{self.live_id}")
 
     def seal(self) -> LiveEvaluationObject:
+        """Seal with the directory's videos and provenance: the evaluation its upload would make."""
         assert self.live_id is not None
-        sealed = self.client.http.call(LiveEvaluationObject, "POST", f"{_LIVE}/{self.live_id}/seal")
+        body = seal_body(self.client, self.directory, self.live_id, self.skip_videos, self.send_provenance)
+        sealed = self.client.http.call(LiveEvaluationObject, "POST", f"{_LIVE}/{self.live_id}/seal", body=body)
         logger.info("Sealed live evaluation %s as evaluation %s", sealed.id, sealed.evaluation_id)
         return sealed
 
@@ -177,6 +201,7 @@ class Follower:
             gym_version=env_info.get("gym_version"),
             algorithm=protocol.AlgorithmRef(id=self.algorithm) if self.algorithm else None,
             writeup=self.writeup,
+            name=run_name(str(env_info["env_id"]), self.algorithm, self.directory),
         )
         key = idempotency_key("live", self.client.server, self.directory, body.model_dump())
         made = self.client.http.call(LiveEvaluationObject, "POST", _LIVE, body=body, idempotency_key=key)
@@ -184,7 +209,10 @@ class Follower:
         files.atomic_write_json(
             os.path.join(self.directory, STATE_FILE), {"server": self.client.server, "id": made.id}
         )
-        logger.info("Following %s live as %s", self.directory, made.web_url or made.id)
+        # printed, not logged: a training script has no logging set up, and this is the one line
+        # that tells where to watch the run (stderr: `upload --follow --json` keeps stdout JSON)
+        url = made.web_url or self.client.server + f"/live/{made.id}"
+        print(f"Following {self.directory} live at {url}", file=sys.stderr, flush=True)
 
     def _known_live(self) -> str | None:
         try:
@@ -226,6 +254,28 @@ class Follower:
 
 
 _LIVE = f"{protocol.API_PREFIX}/live_evaluations"
+
+
+def run_name(env_id: str, algorithm: str | None, directory: str) -> str:
+    """A live run's name: ``CartPole-v1 · cem`` with an algorithm, else ``CartPole-v1 · DIRNAME``."""
+    return f"{env_id} · {algorithm or os.path.basename(os.path.normpath(directory))}"[:300]
+
+
+def seal_body(
+    client: ScoreboardClient, directory: str, live_id: str, skip_videos: bool = False, send_provenance: bool = True
+) -> LiveSeal:
+    """What the seal of ``directory``'s live run sends besides the episodes (the server has those): its
+    video archive, uploaded as :meth:`ScoreboardClient.upload` uploads it, and its provenance."""
+    prepared = prepare_training_directory(directory, skip_videos, send_provenance)
+    video = None
+    if prepared.videos:
+        logger.info("[%s] Uploading videos of %d training episodes", prepared.env_id, len(prepared.videos))
+        video = client.upload_content(
+            "video",
+            idempotency_key("file", "video", prepared.video_digest, {"live": live_id}),
+            lambda: temporary_archive(prepared),
+        )
+    return LiveSeal(training_video=video.id if video else None, provenance=prepared.provenance)
 
 
 def follow_in_background(

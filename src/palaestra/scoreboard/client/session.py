@@ -24,7 +24,7 @@ from urllib.parse import quote, urljoin
 import httpx
 
 from palaestra.errors import APIError, ConfigurationError, InvalidRequestError
-from palaestra.scoreboard import ladder_protocol, protocol
+from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client.config import (
     check_api_key,
     normalize_server,
@@ -42,6 +42,7 @@ from palaestra.scoreboard.client.preparation import (
 )
 from palaestra.scoreboard.client.progress import ProgressReader, progress_bar
 from palaestra.scoreboard.client.transport import RetryPolicy, Transport
+from palaestra.scoreboard.protocol import ladder as ladder_protocol
 
 __all__ = ["ScoreboardClient", "UploadResult", "upload", "upload_training_data"]
 

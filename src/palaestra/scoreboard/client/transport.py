@@ -290,6 +290,21 @@ class Transport:
         )
         return _decode(response, describe)
 
+    def open_download(self, path: str, params: Mapping[str, str] | None = None) -> httpx.Response:
+        """``GET path`` as a streamed answer (read it with ``iter_bytes``, then close it), retried as
+        :meth:`send` retries until its answer starts; the API key is sent where there is one."""
+        headers = {protocol.AUTHORIZATION_HEADER: f"Bearer {self.api_key}"} if self.api_key else {}
+        request = self._http.build_request("GET", self.server + path, params=params, headers=headers)
+
+        def send() -> httpx.Response:
+            response = self._http.send(request, stream=True)
+            if not response.is_success:  # an error answer is read whole, for its problem document
+                response.read()
+                response.close()
+            return response
+
+        return self.send(f"GET {path}", send)
+
     def post_form(self, describe: str, url: str, fields: Mapping[str, str], files: Mapping[str, Any]) -> None:
         """POST a multipart form (an upload's ``post_fields`` + ``file``) to ``url``, without API headers."""
         self.send(describe, lambda: self._http.post(url, data=fields, files=files))

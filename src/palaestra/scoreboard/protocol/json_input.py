@@ -6,10 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-try:
-    import orjson
-except ImportError:  # a client-only install: the json module does the same, slower
-    orjson = None  # type: ignore[assignment]
+import orjson
 
 from palaestra.scoreboard.protocol.common import MAX_JSON_DEPTH
 
@@ -26,16 +23,15 @@ def parse_json(
     Malformed input, nesting deeper than ``max_depth`` and (unless ``allow_nan``) NaN or Infinity
     raise :class:`JSONInputError` whose message starts with ``what`` ("The request body", "tags"...).
     Never ``RecursionError``: orjson stops at 1024 levels and the ``json`` fallback's recursion is
-    caught. orjson (the server extra) decodes; a document it refuses (NaN or Infinity, integers past
+    caught. orjson (a core dependency) decodes; a document it refuses (NaN or Infinity, integers past
     64 bits, bad JSON) goes to ``json``, which decodes the first two and words the error of the last.
     """
     doc: Any = _NOTHING
-    if orjson is not None:
-        try:
-            doc = orjson.loads(data)
-        except orjson.JSONDecodeError as e:
-            if str(e).startswith("depth limit exceeded"):
-                raise JSONInputError(f"{what} is nested deeper than {max_depth} levels.") from None
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError as e:
+        if str(e).startswith("depth limit exceeded"):
+            raise JSONInputError(f"{what} is nested deeper than {max_depth} levels.") from None
     if doc is _NOTHING:
         try:
             doc = (

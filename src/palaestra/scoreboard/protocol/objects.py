@@ -22,7 +22,7 @@ from palaestra.scoreboard.protocol.common import (
     WriteupURL,
 )
 from palaestra.scoreboard.protocol.json_input import parse_json
-from palaestra.scoreboard.provenance_wire import Provenance
+from palaestra.scoreboard.protocol.provenance import Provenance
 
 # --------------------------------------------------------------------------------------------------
 # Files
@@ -197,7 +197,7 @@ class EvaluationObject(Response):
     #: what ran, as uploaded and validated by :class:`Provenance` (None: not recorded, as for every
     #: 2017 upload); a plain object here, so that a client reads what a newer server adds
     provenance: dict[str, Any] | None = None
-    #: the evaluation protocol derived from it (palaestra.scoreboard.server.conditions)
+    #: the evaluation protocol derived from it (palaestra.scoreboard.server.evaluations.conditions)
     conditions: dict[str, Any] | None = None
     #: the board ran these episodes itself (an agent uploaded to /v1/agents), and how: the job, its
     #: seeds, the artifact's sha256 and the evaluator (None: a self-reported upload)

@@ -1,7 +1,7 @@
 """The FastAPI application of the scoreboard, and running it under uvicorn.
 
 ``create_app(config)`` builds the app, assembled in one place: the error answers
-(:mod:`.problems`), the body limits (:mod:`.body_limits`), the ``/v1`` API (:mod:`.api`) and the web pages (:mod:`.web`). The database is
+(:mod:`.guards.errors`), the body limits (:mod:`.guards.body_limits`), the ``/v1`` API (:mod:`.api`) and the web pages (:mod:`.web`). The database is
 opened (and migrated) when the app starts.
 """
 
@@ -20,16 +20,19 @@ from fastapi.concurrency import run_in_threadpool
 
 from palaestra._version import __version__
 from palaestra.scoreboard.protocol import API_PREFIX
-from palaestra.scoreboard.server import api, logs, problems, web
-from palaestra.scoreboard.server.agent_worker import EmbeddedWorkers
+from palaestra.scoreboard.server import api, web
+from palaestra.scoreboard.server.agents.worker import EmbeddedWorkers
 from palaestra.scoreboard.server.api.deps import add_request_bodies
-from palaestra.scoreboard.server.body_limits import BodyLimitMiddleware
-from palaestra.scoreboard.server.config import ServerConfig, resolve_config
-from palaestra.scoreboard.server.evaluation_scoring import warm_up
-from palaestra.scoreboard.server.gc import PeriodicGc
-from palaestra.scoreboard.server.read_limits import limit_anonymous_reads
-from palaestra.scoreboard.server.readonly import ReadOnlyMiddleware
-from palaestra.scoreboard.server.state import ServerState, build_state
+from palaestra.scoreboard.server.archive.gc import PeriodicGc
+from palaestra.scoreboard.server.core import logs
+from palaestra.scoreboard.server.core.config import ServerConfig, resolve_config
+from palaestra.scoreboard.server.core.database import shown_url
+from palaestra.scoreboard.server.core.state import ServerState, build_state
+from palaestra.scoreboard.server.evaluations.derive import warm_up
+from palaestra.scoreboard.server.guards import errors
+from palaestra.scoreboard.server.guards.body_limits import BodyLimitMiddleware
+from palaestra.scoreboard.server.guards.read_limits import limit_anonymous_reads
+from palaestra.scoreboard.server.guards.readonly import ReadOnlyMiddleware
 
 logger = logging.getLogger("palaestra.scoreboard")
 
@@ -70,10 +73,10 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
                 cfg.unused_file_ttl_s,
             ).start()
         workers = None
-        if cfg.embedded_workers > 0 and not cfg.read_only:  # agents the board evaluates (agent_worker)
+        if cfg.embedded_workers > 0 and not cfg.read_only:  # agents the board evaluates (agents.worker)
             workers = EmbeddedWorkers(scoreboard, cfg.embedded_workers).start()
         logger.info(
-            "palaestra scoreboard: database %s, storage %s", _safe_url(cfg.database_url), cfg.storage_url
+            "palaestra scoreboard: database %s, storage %s", shown_url(cfg.database_url), cfg.storage_url
         )
         try:
             yield
@@ -95,7 +98,7 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
     app.add_middleware(BodyLimitMiddleware, config=cfg)  # inside the request-id middleware (install)
     if cfg.read_only:
         app.add_middleware(ReadOnlyMiddleware)  # before the body limits: a refused write is not read
-    problems.install(app)
+    errors.install(app)
     api.include(app)
     web.include(app)
     _document_request_bodies(app)
@@ -115,10 +118,6 @@ def _document_request_bodies(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _safe_url(url: str) -> str:
-    import sqlalchemy as sa
-
-    return sa.make_url(url).render_as_string(hide_password=True)
 
 
 #: Keep idle client connections this long (uvicorn's 5 s default makes clients that pause between
@@ -141,7 +140,7 @@ def serve(
     # cancels what is left: a client holding a half-sent request cannot keep the server up.
     uvicorn_options.setdefault("timeout_graceful_shutdown", config.graceful_timeout_s)
     # One log format for uvicorn's lines and palaestra's (in every worker process), and one access
-    # line per request with its request id, written by problems.RequestMiddleware instead of uvicorn.
+    # line per request with its request id, written by guards.errors.RequestMiddleware instead of uvicorn.
     uvicorn_options.setdefault("log_config", logs.log_config(log_level))
     uvicorn_options.setdefault("access_log", False)
     # uvicorn believes X-Forwarded-* from 127.0.0.1 unless told not to; only a configured proxy's count
@@ -150,7 +149,7 @@ def serve(
     if workers > 1:
         # Each worker process builds its own app from the environment; migrate once first (never a
         # read-only archive: it is served as it is).
-        from palaestra.scoreboard.server.state import migrate_database
+        from palaestra.scoreboard.server.core.state import migrate_database
 
         if not config.read_only:
             migrate_database(config)

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 
 from palaestra.errors import StartupError
 from palaestra.scoreboard.server.app import KEEP_ALIVE_S, create_app
-from palaestra.scoreboard.server.config import ServerConfig
+from palaestra.scoreboard.server.core.config import ServerConfig
 
 __all__ = ["STARTUP_TIMEOUT_S", "EmbeddedScoreboard", "ScoreboardStartError"]
 

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from palaestra.scoreboard import live_protocol, protocol
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.protocol import live as live_protocol
 from tests.scoreboard.server_helpers import (
     ScoreboardServer,
     create_file,
@@ -65,7 +66,7 @@ def _ladder_routes(api: Contract, folder: Path) -> None:
     """The ladder routes, with a quick Hex match (random against a small MCTS)."""
     from palaestra.ladder.match import MatchRules, play_match, read_match
     from palaestra.ladder.players import parse_player
-    from palaestra.scoreboard import ladder_protocol as lp
+    from palaestra.scoreboard.protocol import ladder as lp
 
     play_match(MatchRules("Hex9x9-v0", "Hex", 9), parse_player("mcts:5"), parse_player("random"), 2, folder / "m")
     document = read_match(folder / "m")
@@ -85,8 +86,8 @@ def _ladder_routes(api: Contract, folder: Path) -> None:
 
 def _agent_routes(api: Contract, folder: Path) -> None:
     """An agent queued for the board's evaluation, and its job (not run here: queued is its state)."""
-    from palaestra.scoreboard.agent_protocol import AgentJobObject
-    from tests.scoreboard.server.agent_helpers import write_cartpole_agent
+    from palaestra.scoreboard.protocol.agents import AgentJobObject
+    from tests.scoreboard.server.agents.agent_helpers import write_cartpole_agent
 
     model = write_cartpole_agent(folder / "agent")
     files = {"model": ("m.onnx", model.read_bytes()), "descriptor": ("m.json", model.with_suffix(".json").read_bytes())}
@@ -149,6 +150,10 @@ def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: Score
         api.call("GET", "/v1/envs/{env_id}", protocol.EnvObject, path={"env_id": "CartPole-v0"})
         api.call("GET", "/v1/groups", protocol.ListPage[protocol.GroupObject])
         log = api.call("GET", "/v1/log", protocol.ListPage[protocol.LogEntryObject], params={"limit": 2})
+        for table in ("csv", "parquet"):  # the results table is bytes: its rows are tests/.../test_exports.py's
+            r = c.get(f"/v1/evaluations.{table}", params={"env": "CartPole-v1"})
+            assert r.status_code == 200 and r.content, r.text
+            api.called.add(("GET", f"/v1/evaluations.{table}"))
         blob = log["data"][0]["blobs"][0]  # the log's blob downloads are bytes, checked by their hash
         api.called.add(("GET", "/v1/log/{seq}/blobs/{index}"))
         assert hashlib.sha256(c.get(blob["url"]).content).hexdigest() == blob["sha256"]

@@ -11,7 +11,7 @@ import pytest
 
 from palaestra.errors import ConfigurationError
 from palaestra.scoreboard.server.archive.static import export_static, file_name
-from palaestra.scoreboard.server.config import resolve_config
+from palaestra.scoreboard.server.core.config import resolve_config
 
 
 @pytest.mark.parametrize(

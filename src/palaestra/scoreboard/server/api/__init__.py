@@ -8,6 +8,7 @@ The route table, one router per resource:
 ``POST /v1/files``, ``GET`` one, list  :mod:`.files` (a file and its signed upload form)
 ``POST /v1/uploads/{file_id}``         :mod:`.uploads` (the form's ``post_url``: the bytes, ingested)
 ``POST /v1/evaluations``, ``GET``      :mod:`.evaluations` (scored on creation, atomically)
+``GET  /v1/evaluations.csv``, ``.parquet``  :mod:`.exports` (the board's results as one table, streamed)
 ``/v1/live_evaluations`` (+ chunks)    :mod:`.live` (runs followed while they train)
 ``POST /v1/agents``, ``GET`` one       :mod:`.agents` (agents the board evaluates itself: jobs)
 ``/v1/benchmark_runs`` (+ ``/commit``)  :mod:`.benchmark_runs`
@@ -18,9 +19,9 @@ The route table, one router per resource:
 =====================================  =========================================================
 
 Shared pieces: :mod:`.deps` (``Annotated`` dependencies: ``State``, ``CurrentUser``, ``ListQuery``),
-:mod:`.idempotency` (``Idempotency-Key`` on creating POSTs), :mod:`.common` (answers, list pages).
+:mod:`..core.answers` (``Idempotency-Key`` on creating POSTs), :mod:`.common` (answers, list pages).
 Errors are :class:`~palaestra.scoreboard.server.problems.Problem` and
-:class:`~palaestra.scoreboard.server.ingest.IngestError`, answered by the app's handlers.
+:class:`~palaestra.scoreboard.server.evaluations.ingest.IngestError`, answered by the app's handlers.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from palaestra.scoreboard.server.api import (
     benchmark_runs,
     envs,
     evaluations,
+    exports,
     files,
     health,
     ladders,
@@ -48,7 +50,7 @@ __all__ = ["ROUTERS", "include"]
 ROUTERS: tuple[APIRouter, ...] = tuple(
     resource.router
     for resource in (
-        health, files, uploads, evaluations, live, agents, benchmark_runs, algorithms, envs, ladders, log
+        health, files, uploads, evaluations, exports, live, agents, benchmark_runs, algorithms, envs, ladders, log
     )
 )
 

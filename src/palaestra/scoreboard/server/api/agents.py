@@ -1,11 +1,11 @@
-"""``/v1/agents``: agents the board evaluates itself (:mod:`palaestra.scoreboard.agent_protocol`).
+"""``/v1/agents``: agents the board evaluates itself (:mod:`palaestra.scoreboard.protocol.agents`).
 
 ``POST`` takes a multipart form: ``model`` (the ``.onnx`` file), ``descriptor`` (its JSON, as a file or
 a field) and optionally ``algorithm``, ``writeup`` and ``episodes``. The API key is checked before the
-body is read; the body is held to ``max_agent_bytes`` (:mod:`..body_limits`) and the uploads to
+body is read; the body is held to ``max_agent_bytes`` (:mod:`..guards.body_limits`) and the uploads to
 ``agents_per_hour`` per user. The file is hostile until the artifact checks passed it
 (:func:`palaestra.agents.artifact.check_artifact_bytes`, off the event loop): what they refuse is one
-4xx naming the problem. Then the seeds are drawn and the job queued (:mod:`..agent_jobs`): 202 with the job, and its URL in ``Location``.
+4xx naming the problem. Then the seeds are drawn and the job queued (:mod:`..agents.jobs`): 202 with the job, and its URL in ``Location``.
 ``GET /{job_id}`` (public, as evaluations are) is the job: status, progress, failure and log tail.
 """
 
@@ -19,22 +19,22 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.agent_protocol import (
+from palaestra.scoreboard.protocol.agents import (
     AGENTS_PATH,
     DEFAULT_EPISODES,
     MAX_EPISODES,
     AgentJobObject,
 )
-from palaestra.scoreboard.server import agent_jobs
-from palaestra.scoreboard.server.api.common import answer, base_url
+from palaestra.scoreboard.server.accounts.auth import Principal
+from palaestra.scoreboard.server.accounts.rate_limits import UPLOAD_WINDOW_S, too_many
+from palaestra.scoreboard.server.agents import jobs as agent_jobs
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
-from palaestra.scoreboard.server.api.idempotency import Idempotency
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.deps import run_blocking
+from palaestra.scoreboard.server.core.answers import Idempotency, answer
+from palaestra.scoreboard.server.core.deps import run_blocking
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.core.storage import sha256_of
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.rate_limits import UPLOAD_WINDOW_S, too_many
-from palaestra.scoreboard.server.state import ServerState
-from palaestra.scoreboard.server.storage import sha256_of
 
 __all__ = ["router"]
 

@@ -10,67 +10,18 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
+from palaestra.scoreboard.server.api.common import base_url, filtered, page
 from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
-from palaestra.scoreboard.server.api.idempotency import Idempotency
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db import Algorithm
-from palaestra.scoreboard.server.db_base import from_row
-from palaestra.scoreboard.server.ids import new_id
-from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.records import AlgorithmRecord
-from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.core.answers import Idempotency, answer
+from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.evaluations.records import AlgorithmRecord
+from palaestra.scoreboard.server.problems import Problem, not_found
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.scores import Algorithm
 
-__all__ = ["find_algorithm", "resolve_algorithm", "router"]
+__all__ = ["router"]
 
 router = APIRouter(prefix="/algorithms", tags=["algorithms"])
-
-_ALGORITHMS = Algorithm.__table__
-_ALGORITHM_BY_ID_OR_NAME = (
-    sa.select(_ALGORITHMS)
-    .where(
-        _ALGORITHMS.c.user_seq == sa.bindparam("user_seq"),
-        sa.or_(_ALGORITHMS.c.id == sa.bindparam("ref"), _ALGORITHMS.c.name == sa.bindparam("ref")),
-    )
-    .order_by((_ALGORITHMS.c.id == sa.bindparam("ref")).desc())
-    .limit(1)
-)
-#: Found algorithms kept per state (an upload names the same algorithm again and again); algorithms
-#: are never renamed or deleted, so one found stays right.
-CACHE_SIZE = 10_000
-
-
-def find_algorithm(
-    state: ServerState, conn: sa.Connection, principal: Principal, ref: str
-) -> Algorithm | None:
-    """The caller's algorithm with id ``ref``, else named ``ref``, else None."""
-    cache = state.known_algorithms
-    known = cache.get((principal.user_seq, ref))
-    if known is not None:
-        return known
-    row = conn.execute(_ALGORITHM_BY_ID_OR_NAME, {"user_seq": principal.user_seq, "ref": ref}).first()
-    if row is None:
-        return None
-    if len(cache) > CACHE_SIZE:
-        cache.clear()
-    found = cache[(principal.user_seq, ref)] = from_row(Algorithm, row)
-    return found
-
-
-def resolve_algorithm(
-    state: ServerState, session: Session, principal: Principal, ref: str | None
-) -> Algorithm | None:
-    """An algorithm of the caller by id, else by name, else a new one named ``ref`` (2017 semantics)."""
-    if not ref:
-        return None
-    found = find_algorithm(state, session.connection(), principal, ref)
-    if found is not None:
-        return found
-    alg = Algorithm(id=new_id("algorithm"), user_seq=principal.user_seq, name=ref)
-    session.add(alg)
-    session.flush()
-    return alg
 
 
 @router.post("", status_code=201, response_model=protocol.AlgorithmObject)

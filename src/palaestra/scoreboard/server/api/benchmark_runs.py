@@ -1,5 +1,5 @@
 """``/v1/benchmark_runs``: a run of a benchmark collects evaluations until it is committed, and is
-scored (:mod:`palaestra.scoreboard.server.benchmarking`) as they arrive and when it is committed; an
+scored (:mod:`palaestra.scoreboard.server.evaluations.benchmarking`) as they arrive and when it is committed; an
 open run's bootstrap statistics are computed after the response that first asks for them
 (``score.statistics.computing`` until then), a committed run's by its commit.
 Any ``benchmark_id`` is accepted (the 2017 client checks ids itself)."""
@@ -13,25 +13,23 @@ from fastapi import APIRouter, Request, Response
 from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.protocol import NO_PARAM
-from palaestra.scoreboard.server import benchmarking
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.api.algorithms import resolve_algorithm
-from palaestra.scoreboard.server.api.common import answer, base_url, filtered, not_found, page
+from palaestra.scoreboard.server.api.common import base_url, filtered, page
 from palaestra.scoreboard.server.api.deps import CurrentUser, ListQuery, State, json_body
-from palaestra.scoreboard.server.api.idempotency import Idempotency
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
-from palaestra.scoreboard.server.db_base import sorted_keys, utcnow
-from palaestra.scoreboard.server.ids import new_id
-from palaestra.scoreboard.server.records import AlgorithmRecord
-from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.core.answers import Idempotency, answer
+from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.evaluations import benchmarking
+from palaestra.scoreboard.server.evaluations.owners import own_run, resolve_algorithm
+from palaestra.scoreboard.server.evaluations.records import AlgorithmRecord
+from palaestra.scoreboard.server.problems import not_found
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.base import sorted_keys, utcnow
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation
 
-__all__ = ["own_run", "router"]
+__all__ = ["router"]
 
 router = APIRouter(prefix="/benchmark_runs", tags=["benchmark runs"])
 
-_RUN_BY_ID = sa.select(BenchmarkRun).where(BenchmarkRun.id == sa.bindparam("run_id"))
 
 
 def _runs() -> Any:
@@ -76,14 +74,6 @@ def run_object(
         committed=run.committed,
         web_url=f"{base}{protocol.benchmark_run_web_path(run.id)}",
     )
-
-
-def own_run(session: Session, principal: Principal, run_id: str, param: str = NO_PARAM) -> BenchmarkRun:
-    """The caller's benchmark run ``run_id`` (404 otherwise)."""
-    run = session.scalar(_RUN_BY_ID, {"run_id": run_id})
-    if run is None or run.user_seq != principal.user_seq:
-        raise not_found("benchmark run", run_id, param)
-    return run
 
 
 def _answer_run(state: ServerState, request: Request, run_id: str) -> Response:

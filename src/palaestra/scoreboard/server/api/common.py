@@ -1,5 +1,6 @@
-"""What every resource of the API uses: answers built from protocol models, the public base URL,
-"not found", and Stripe-style list pages."""
+"""What every resource of the API uses: the public base URL, list filters and Stripe-style list pages
+(answers are :func:`palaestra.scoreboard.server.core.answers.answer`, "not found" is
+:func:`palaestra.scoreboard.server.problems.not_found`: the services below make them too)."""
 
 from __future__ import annotations
 
@@ -7,35 +8,23 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from fastapi import Request, Response
+from fastapi import Request
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.protocol import NO_PARAM
 from palaestra.scoreboard.server.api.deps import ListRequest
-from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.problems import not_found
 
-__all__ = ["answer", "base_url", "filtered", "not_found", "page"]
+__all__ = ["base_url", "filtered", "page"]
 
-JSON = "application/json"
 T = TypeVar("T", bound=BaseModel)
-
-
-def answer(model: BaseModel, status: int = 200) -> Response:
-    """``model`` as the JSON answer: every ``/v1`` answer is its protocol model, serialised once (by
-    pydantic-core, without FastAPI validating it a second time against the route's response model)."""
-    return Response(model.model_dump_json(), status_code=status, media_type=JSON)
 
 
 def base_url(state: ServerState, request: Request) -> str:
     """The URL the links in answers start with (``--public-url``, else the request's own)."""
     return state.config.base_url(str(request.base_url))
-
-
-def not_found(kind: str, object_id: str, param: str = NO_PARAM) -> Problem:
-    return Problem(404, f"No such {kind}: {object_id!r}.", param)
 
 
 def filtered(query: Any, filters: dict[str, Any], columns: dict[str, Any]) -> Any:

@@ -1,9 +1,9 @@
 """The API's dependencies as ``Annotated`` aliases, so that a route's signature says what it needs:
 
-- :data:`State`: the app's :class:`~palaestra.scoreboard.server.state.ServerState`;
+- :data:`State`: the app's :class:`~palaestra.scoreboard.server.core.state.ServerState`;
 - :data:`CurrentUser`: the caller, authenticated by API key (401 otherwise; 429 after too many invalid keys);
 - :func:`json_body`: a route's JSON body as its protocol model, read only once the caller is
-  authenticated, within :data:`~palaestra.scoreboard.server.body_limits.MAX_JSON_BODY_BYTES`, and parsed
+  authenticated, within :data:`~palaestra.scoreboard.server.guards.body_limits.MAX_JSON_BODY_BYTES`, and parsed
   by :func:`palaestra.scoreboard.protocol.parse_json` (400 for malformed or too deep JSON);
 - :data:`ListQuery`: a list endpoint's ``limit``/``starting_after`` and filters, also sent the 2017
   way (the raw JSON object as the query string).
@@ -21,10 +21,10 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server.auth import Principal, require_user
-from palaestra.scoreboard.server.deps import get_state
+from palaestra.scoreboard.server.accounts.auth import Principal, require_user
+from palaestra.scoreboard.server.core.deps import get_state
+from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.state import ServerState
 
 __all__ = [
     "CurrentUser",
@@ -48,7 +48,7 @@ def json_body(model: type[_Model]) -> Any:
     FastAPI reads and decodes a declared body before any dependency runs, so an anonymous client
     could make the server read and parse whatever it sends; this reads the body only after the caller
     is authenticated (:data:`CurrentUser`, which the route shares), at most
-    :data:`~palaestra.scoreboard.server.body_limits.MAX_JSON_BODY_BYTES` (413 beyond), and decodes it
+    :data:`~palaestra.scoreboard.server.guards.body_limits.MAX_JSON_BODY_BYTES` (413 beyond), and decodes it
     with :func:`palaestra.scoreboard.protocol.parse_json` (400 if it is malformed or too deep).
     """
 

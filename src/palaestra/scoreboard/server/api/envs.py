@@ -10,10 +10,10 @@ from fastapi import APIRouter, Request, Response
 
 from palaestra import catalogue
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server.api.common import answer, not_found
 from palaestra.scoreboard.server.api.deps import State, query_params
-from palaestra.scoreboard.server.db import EnvStats
-from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.core.answers import answer
+from palaestra.scoreboard.server.problems import Problem, not_found
+from palaestra.scoreboard.server.tables.scores import EnvStats
 
 __all__ = ["env_object", "router"]
 

@@ -1,7 +1,7 @@
 """``GET /v1/health``: for load balancers and ``palaestra demo``. 200 when the database and the blob
 store both pass a probe (a small write read back; on a read-only archive, a read) and, on a board that
-takes uploads, each disk has room for the largest upload (:mod:`..free_space`), else 503 naming the part
-that failed; ``mode`` says whether the board is a read-only archive (:mod:`..readonly`)."""
+takes uploads, each disk has room for the largest upload (:mod:`..guards.free_space`), else 503 naming the part
+that failed; ``mode`` says whether the board is a read-only archive (:mod:`..guards.readonly`)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,16 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server import migrate, readonly
-from palaestra.scoreboard.server.api.common import answer
 from palaestra.scoreboard.server.api.deps import State
-from palaestra.scoreboard.server.db_base import utcnow
-from palaestra.scoreboard.server.free_space import database_free_bytes, space_problem, store_free_bytes
+from palaestra.scoreboard.server.core import migrate
+from palaestra.scoreboard.server.core.answers import answer
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.core.storage import HEALTH_PREFIX
+from palaestra.scoreboard.server.guards import readonly
+from palaestra.scoreboard.server.guards.free_space import database_free_bytes, space_problem, store_free_bytes
 from palaestra.scoreboard.server.problems import problem_body, storage_full, storage_full_detail
-from palaestra.scoreboard.server.service_tables import ServerSetting
-from palaestra.scoreboard.server.state import ServerState
-from palaestra.scoreboard.server.storage import HEALTH_PREFIX
+from palaestra.scoreboard.server.tables.base import utcnow
+from palaestra.scoreboard.server.tables.service import ServerSetting
 
 __all__ = ["router"]
 

@@ -1,7 +1,7 @@
 """``/v1/ladders``, ``/v1/ladder_matches``, ``/v1/ladder_games``: the board-game ladders.
 
 =========================================  =====================================================
-``POST /v1/ladder_matches``                a match folder (:class:`~palaestra.scoreboard.ladder_protocol.MatchUpload`):
+``POST /v1/ladder_matches``                a match folder (:class:`~palaestra.scoreboard.protocol.ladder.MatchUpload`):
                                            every game replayed and checked, all stored or none
 ``GET  /v1/ladder_matches/{id}``           a match and its games
 ``GET  /v1/ladder_games/{id}``             a game; ``/record``: its SGF (or Hex JSON) file
@@ -16,13 +16,14 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
-from palaestra.scoreboard import ladder_protocol as lp
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server import ladders
-from palaestra.scoreboard.server.api.common import answer, base_url, not_found
+from palaestra.scoreboard.protocol import ladder as lp
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
-from palaestra.scoreboard.server.ladder_checks import check_match
-from palaestra.scoreboard.server.problems import Problem
+from palaestra.scoreboard.server.core.answers import answer
+from palaestra.scoreboard.server.ladders import service as ladders
+from palaestra.scoreboard.server.ladders.checks import check_match
+from palaestra.scoreboard.server.problems import Problem, not_found
 
 __all__ = ["router"]
 

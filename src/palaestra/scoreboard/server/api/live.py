@@ -1,8 +1,10 @@
-"""``/v1/live_evaluations``: runs followed while they train (:mod:`palaestra.scoreboard.live_protocol`).
+"""``/v1/live_evaluations``: runs followed while they train (:mod:`palaestra.scoreboard.protocol.live`).
 
 ``POST`` creates one (``Idempotency-Key`` honoured), ``GET /{id}`` reads it with each source's
 position (public, as evaluations are), ``POST /{id}/chunks`` appends one source's next episodes and
-``POST /{id}/seal`` makes its evaluation (:mod:`palaestra.scoreboard.server.live`).
+``POST /{id}/seal`` makes its evaluation (:mod:`palaestra.scoreboard.server.live.runs`), with the
+directory's video archive and provenance when its body names them (:class:`LiveSeal`; it may be
+empty). Creating and chunks are rate-limited per user (:mod:`palaestra.scoreboard.server.accounts.rate_limits`).
 """
 
 from __future__ import annotations
@@ -10,20 +12,26 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Request, Response
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
 
-from palaestra.scoreboard.live_protocol import (
+from palaestra.scoreboard import protocol
+from palaestra.scoreboard.protocol.live import (
     LiveChunk,
     LiveChunkAnswer,
     LiveEvaluationCreate,
     LiveEvaluationObject,
+    LiveSeal,
 )
-from palaestra.scoreboard.server import live
-from palaestra.scoreboard.server.api.common import answer, base_url
+from palaestra.scoreboard.server.accounts import rate_limits
+from palaestra.scoreboard.server.accounts.auth import Principal
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State, json_body
-from palaestra.scoreboard.server.api.idempotency import Idempotency
-from palaestra.scoreboard.server.auth import Principal
-from palaestra.scoreboard.server.deps import run_blocking
-from palaestra.scoreboard.server.state import ServerState
+from palaestra.scoreboard.server.core.answers import Idempotency, answer
+from palaestra.scoreboard.server.core.deps import run_blocking
+from palaestra.scoreboard.server.core.state import ServerState
+from palaestra.scoreboard.server.live import runs as live
+from palaestra.scoreboard.server.problems import Problem
 
 __all__ = ["router"]
 
@@ -41,6 +49,7 @@ def create_live_evaluation(
     base = base_url(state, request)
 
     def create(session: object) -> tuple[int, LiveEvaluationObject]:
+        live.check_new_live_run(state, session, principal.user_seq)  # type: ignore[arg-type]
         made = live.create_live(session, principal, body)  # type: ignore[arg-type]
         return 201, live.live_object(state, made, {}, principal.user_name, base)
 
@@ -62,6 +71,7 @@ def append_chunk(
     state: State,
 ) -> Response:
     """One source's next episodes (``start``: its first one's index in the source); all or nothing."""
+    rate_limits.note_live_chunk(state, principal.user_seq)
     return answer(live.apply_chunk(state, principal, live_id, body))
 
 
@@ -70,9 +80,27 @@ async def seal_live_evaluation(
     live_id: str, request: Request, principal: CurrentUser, state: State
 ) -> Response:
     """Make the evaluation an upload of the finished directory makes; idempotent."""
-    return await run_blocking(state, _seal, live_id, request, principal, state)
+    body = await _seal_body(request)
+    return await run_blocking(state, _seal, live_id, request, principal, state, body)
 
 
-def _seal(live_id: str, request: Request, principal: Principal, state: ServerState) -> Response:
-    live.seal(state, principal, live_id, request)
+async def _seal_body(request: Request) -> LiveSeal:
+    """The seal's body: empty (a follower of an older palaestra, ``upload --seal``), or a :class:`LiveSeal`."""
+    data = await request.body()  # after the key was checked (CurrentUser), within the JSON body cap
+    if not data.strip():
+        return LiveSeal()
+    try:
+        doc = protocol.parse_json(data, "The request body")
+    except protocol.JSONInputError as e:
+        raise Problem(400, str(e)) from None
+    if not isinstance(doc, dict):
+        raise Problem(400, "The request body must be a JSON object (or empty).")
+    try:
+        return LiveSeal.model_validate(doc)
+    except ValidationError as e:
+        raise RequestValidationError(e.errors(include_url=False)) from None
+
+
+def _seal(live_id: str, request: Request, principal: Principal, state: ServerState, body: LiveSeal) -> Response:
+    live.seal(state, principal, live_id, request, body)
     return get_live_evaluation(live_id, request, state)

@@ -1,4 +1,4 @@
-"""``/v1/log``: the hash chain of scores (:mod:`..archive.scorelog`), oldest entry first.
+"""``/v1/log``: the hash chain of scores (:mod:`..evaluations.scorelog`), oldest entry first.
 
 ``GET /v1/log?limit=N&starting_after=SEQ`` pages through the entries, each with its record's
 document as the board holds it now; ``GET /v1/log/{seq}/blobs/{index}`` serves the bytes of one of an
@@ -14,12 +14,13 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server.api.common import answer, base_url, not_found
+from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import ListQuery, State
-from palaestra.scoreboard.server.archive.scorelog import current_documents, plain
-from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.service_tables import ScoreLogEntry
-from palaestra.scoreboard.server.storage import BlobNotFound
+from palaestra.scoreboard.server.core.answers import answer
+from palaestra.scoreboard.server.core.storage import BlobNotFound
+from palaestra.scoreboard.server.evaluations.scorelog import current_documents, plain
+from palaestra.scoreboard.server.problems import Problem, not_found
+from palaestra.scoreboard.server.tables.service import ScoreLogEntry
 
 __all__ = ["router"]
 

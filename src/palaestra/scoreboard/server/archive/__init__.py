@@ -4,7 +4,7 @@
   ``docs/archive.md`` is its description for people.
 - :mod:`.export`: ``palaestra server export DEST`` (one read snapshot, incremental, content-addressed blobs).
 - :mod:`.restore`: ``palaestra server import SRC`` into an empty board (every hash checked first).
-- :mod:`.scorelog`: the tamper-evident log: every scored evaluation and benchmark run, hash-chained.
+- :mod:`..evaluations.scorelog`: the tamper-evident log: every scored evaluation and benchmark run, hash-chained.
 - :mod:`.verify`: ``palaestra server verify [DEST|URL]``: the chain and every blob, checked.
 - :mod:`.static`: ``palaestra server export --static DEST``: the board as a static website.
 """

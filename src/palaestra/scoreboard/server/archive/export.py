@@ -27,13 +27,13 @@ import sqlalchemy as sa
 from tqdm import tqdm
 
 from palaestra import __version__
-from palaestra.scoreboard.server import migrate
 from palaestra.scoreboard.server.archive import format as fmt
-from palaestra.scoreboard.server.archive.scorelog import evaluation_blob_keys
-from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.state import open_database
-from palaestra.scoreboard.server.storage import BlobNotFound, BlobStore, open_store
+from palaestra.scoreboard.server.core import migrate
+from palaestra.scoreboard.server.core.config import ServerConfig
+from palaestra.scoreboard.server.core.database import Database
+from palaestra.scoreboard.server.core.state import open_database
+from palaestra.scoreboard.server.core.storage import BlobNotFound, BlobStore, open_store
+from palaestra.scoreboard.server.evaluations.scorelog import evaluation_blob_keys
 
 __all__ = ["ExportReport", "export"]
 

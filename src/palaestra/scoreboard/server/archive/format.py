@@ -29,12 +29,12 @@ from typing import Any
 import sqlalchemy as sa
 
 from palaestra.errors import Error
-from palaestra.scoreboard.server.account_tables import ApiKey, User
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation
-from palaestra.scoreboard.server.db_base import Base, UTCDateTime
-from palaestra.scoreboard.server.ladder_db import LadderGame, LadderMatch, LadderRating
-from palaestra.scoreboard.server.live_tables import LiveChunkRecord, LiveEvaluation, LiveSource
-from palaestra.scoreboard.server.service_tables import FileRecord, ScoreLogEntry
+from palaestra.scoreboard.server.tables.accounts import ApiKey, User
+from palaestra.scoreboard.server.tables.base import Base, UTCDateTime
+from palaestra.scoreboard.server.tables.ladders import LadderGame, LadderMatch, LadderRating
+from palaestra.scoreboard.server.tables.live import LiveChunkRecord, LiveEvaluation, LiveSource
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, EnvStats, Evaluation
+from palaestra.scoreboard.server.tables.service import FileRecord, ScoreLogEntry
 
 __all__ = [
     "BLOB_INDEX",

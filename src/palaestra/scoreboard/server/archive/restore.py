@@ -18,13 +18,13 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 from tqdm import tqdm
 
-from palaestra.scoreboard.server import index_stats
 from palaestra.scoreboard.server.archive import format as fmt
-from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.rescore import derive_missing_curves
-from palaestra.scoreboard.server.state import open_database
-from palaestra.scoreboard.server.storage import BlobStore, open_store
+from palaestra.scoreboard.server.core.config import ServerConfig
+from palaestra.scoreboard.server.core.database import Database, shown_url
+from palaestra.scoreboard.server.core.state import open_database
+from palaestra.scoreboard.server.core.storage import BlobStore, open_store
+from palaestra.scoreboard.server.evaluations import index_stats
+from palaestra.scoreboard.server.evaluations.rescore import derive_missing_curves
 
 __all__ = ["ImportReport", "check_export", "import_board"]
 
@@ -100,13 +100,11 @@ def _check_empty(db: Database, config: ServerConfig) -> None:
             count = conn.scalar(sa.select(sa.func.count()).select_from(table.model.__table__))
             if count:
                 raise fmt.ArchiveError(
-                    f"The board at {_shown(config.database_url)} is not empty ({count} rows in {table.name}): "
+                    f"The board at {shown_url(config.database_url)} is not empty ({count} rows in {table.name}): "
                     "import into a new database"
                 )
 
 
-def _shown(url: str) -> str:
-    return sa.make_url(url).render_as_string(hide_password=True)
 
 
 def _store_blobs(store: BlobStore, source: Path, progress: bool) -> int:

@@ -1,7 +1,7 @@
 """The static mirror (``palaestra server export --static DEST``): the board as a static website.
 
 - **Rendered by the real app.** The scoreboard app is built over the board's database and store, in
-  read-only mode (:mod:`..readonly`: nothing is written, no env picture cached), and driven in process
+  read-only mode (:mod:`..guards.readonly`: nothing is written, no env picture cached), and driven in process
   through its own routes; the mirror is what those routes answer, so it cannot drift from the pages.
 - **Crawled from the home page.** Every link a page makes (``href``, ``src``, ``data-src``) to a page,
   a download or an asset of the board is fetched and written; the pages' links are rewritten to
@@ -37,8 +37,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from palaestra.errors import ConfigurationError
-from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.logs import ACCESS_LOGGER
+from palaestra.scoreboard.server.core.config import ServerConfig
+from palaestra.scoreboard.server.core.logs import ACCESS_LOGGER
 
 __all__ = ["NOTICE_PAGE", "SEARCH_INDEX", "MirrorReport", "export_static", "file_name", "page_links"]
 

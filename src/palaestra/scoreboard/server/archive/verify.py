@@ -25,7 +25,10 @@ import httpx
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.archive import format as fmt
-from palaestra.scoreboard.server.archive.scorelog import (
+from palaestra.scoreboard.server.core.config import ServerConfig
+from palaestra.scoreboard.server.core.database import Database
+from palaestra.scoreboard.server.core.storage import BlobNotFound, BlobStore
+from palaestra.scoreboard.server.evaluations.scorelog import (
     GENESIS,
     KINDS,
     canonical_json,
@@ -35,10 +38,7 @@ from palaestra.scoreboard.server.archive.scorelog import (
     sha256_hex,
     unlogged,
 )
-from palaestra.scoreboard.server.config import ServerConfig
-from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.service_tables import ScoreLogEntry
-from palaestra.scoreboard.server.storage import BlobNotFound, BlobStore
+from palaestra.scoreboard.server.tables.service import ScoreLogEntry
 
 __all__ = ["BoardSource", "ExportSource", "ServerSource", "VerifyReport", "verify"]
 
@@ -276,8 +276,8 @@ def open_source(target: str | None, config: ServerConfig) -> tuple[Source, Any]:
         return source, source.client.close
     if target:
         return ExportSource(Path(target)), lambda: None
-    from palaestra.scoreboard.server.state import open_database
-    from palaestra.scoreboard.server.storage import open_store
+    from palaestra.scoreboard.server.core.state import open_database
+    from palaestra.scoreboard.server.core.storage import open_store
 
     db = open_database(config, migrate_now=False)
     return BoardSource(db, open_store(config.storage_url, config.s3_endpoint_url)), db.dispose

@@ -1,4 +1,4 @@
-"""Alembic environment of the scoreboard (run programmatically by ``palaestra.scoreboard.server.migrate``).
+"""Alembic environment of the scoreboard (run programmatically by ``palaestra.scoreboard.server.core.migrate``).
 
 The caller passes an open connection in ``config.attributes["connection"]``; with none (the
 ``alembic`` command line), ``sqlalchemy.url`` from the config is used.
@@ -9,15 +9,25 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import context
 
-from palaestra.scoreboard.server import (
-    account_tables,
-    agent_tables,
-    db,
-    ladder_db,
-    live_tables,
-    service_tables,
+from palaestra.scoreboard.server.tables import (
+    accounts as account_tables,
 )
-from palaestra.scoreboard.server.db_base import Base
+from palaestra.scoreboard.server.tables import (
+    agents as agent_tables,
+)
+from palaestra.scoreboard.server.tables import (
+    ladders as ladder_db,
+)
+from palaestra.scoreboard.server.tables import (
+    live as live_tables,
+)
+from palaestra.scoreboard.server.tables import (
+    scores as db,
+)
+from palaestra.scoreboard.server.tables import (
+    service as service_tables,
+)
+from palaestra.scoreboard.server.tables.base import Base
 
 #: every module that defines tables: importing them puts their tables in ``Base.metadata``
 TABLE_MODULES = (account_tables, agent_tables, db, ladder_db, live_tables, service_tables)

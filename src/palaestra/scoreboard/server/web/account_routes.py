@@ -10,7 +10,7 @@
 ``POST /settings/profile/keys/{key_id}/revoke``          revoke one of the user's keys
 ======================================================  ================================================
 
-Every POST takes :data:`~.signin.CsrfChecked`; the work itself is :mod:`..accounts` and :mod:`..auth`.
+Every POST takes :data:`~.signin.CsrfChecked`; the work itself is :mod:`..accounts.sessions` and :mod:`..accounts.auth`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from palaestra.errors import ConfigurationError
-from palaestra.scoreboard.server import accounts, auth, rate_limits
-from palaestra.scoreboard.server.deps import state_of
+from palaestra.scoreboard.server.accounts import auth, rate_limits
+from palaestra.scoreboard.server.accounts import sessions as accounts
+from palaestra.scoreboard.server.core.deps import state_of
 from palaestra.scoreboard.server.web import signin
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.signin import CsrfChecked

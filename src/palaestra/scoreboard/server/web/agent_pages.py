@@ -15,11 +15,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.server import agent_jobs
-from palaestra.scoreboard.server.agent_tables import AgentJob
-from palaestra.scoreboard.server.db import Algorithm, Evaluation
+from palaestra.scoreboard.server.agents import jobs as agent_jobs
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.records import EvaluationRecord
+from palaestra.scoreboard.server.tables.agents import AgentJob
+from palaestra.scoreboard.server.tables.scores import Algorithm, Evaluation
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import database, not_found
 

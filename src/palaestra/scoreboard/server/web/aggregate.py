@@ -1,7 +1,7 @@
 """An algorithm's learning curve across its evaluations of one env: mean or IQM with a 95% band.
 
 Each evaluation contributes its ``trials``-episode running mean of the reward (the curve of its
-evaluation page, :mod:`.curves`; its per-episode reward where only the binned curves are left),
+evaluation page, :mod:`palaestra.curves`; its per-episode reward where only the binned curves are left),
 interpolated onto a common grid of :data:`GRID_POINTS` x values that every run covers (episode 0 to
 the shortest run's last episode, or the same in timesteps). The across-run statistic and its band
 come from :func:`palaestra.benchmarks.statistics.curve_interval` (a bootstrap over whole runs); with

@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from palaestra.scoreboard.server import benchmarking
-from palaestra.scoreboard.server.db import BenchmarkRun, Evaluation
-from palaestra.scoreboard.server.deps import state_of
+from palaestra.scoreboard.server.core.deps import state_of
+from palaestra.scoreboard.server.evaluations import benchmarking
+from palaestra.scoreboard.server.tables.scores import BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.web import benchmarks as benchmark_pages
 from palaestra.scoreboard.server.web import entries
 from palaestra.scoreboard.server.web.render import render

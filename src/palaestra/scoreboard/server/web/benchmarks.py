@@ -27,8 +27,9 @@ from sqlalchemy.orm import Session
 
 from palaestra.benchmarks import Benchmark, registry, statistics
 from palaestra.benchmarks.runs import profile_thresholds
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
+from palaestra.benchmarks.statistics import Interval
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.web.benchmark_texts import normalisation_text, scorer_text
 from palaestra.scoreboard.server.web.compare import PALETTE
 from palaestra.scoreboard.server.web.page_cache import cached, of_database
@@ -38,7 +39,6 @@ from palaestra.scoreboard.server.web.views import (
     BenchmarkDetail,
     BenchmarkSummary,
     Improvement,
-    Interval,
     Page,
     RunDetail,
     RunEvaluation,
@@ -261,11 +261,11 @@ def _interval(stats: Any, spread: bool, n: int) -> Interval | None:
         value, low, high = float(stats["value"]), float(stats["low"]), float(stats["high"])
     except (KeyError, TypeError, ValueError):
         return None
-    return Interval(value, low, high, n) if spread else Interval(value, None, None, n)
+    return Interval(value, low, high, n=n) if spread else Interval(value, None, None, n=n)
 
 
 def _estimate(stats: statistics.Interval, spread: bool, n: int) -> Interval:
-    return Interval(stats.value, stats.low, stats.high, n) if spread else Interval(stats.value, None, None, n)
+    return Interval(stats.value, stats.low, stats.high, n=n) if spread else Interval(stats.value, None, None, n=n)
 
 
 def _run_intervals(score: dict[str, Any], stored: dict[str, Any]) -> tuple[Interval | None, Interval | None]:
@@ -286,9 +286,9 @@ def _algorithm_aggregates(
 
     def compute() -> list[AggregateRow]:
         rows = session.execute(_run_select().where(scored).order_by(BenchmarkRun.seq)).all()
-        return _pool_by_algorithm(rows, taus)
+        return _pool_by_algorithm(session, rows, taus)
 
-    return cached(of_database(session, "benchmark", benchmark_id, *_scores_signature(session, scored)), compute)
+    return cached(session, of_database(session, "benchmark", benchmark_id, *_scores_signature(session, scored)), compute)
 
 
 def _scores_signature(session: Session, scored: sa.ColumnElement[bool]) -> tuple[Any, ...]:
@@ -307,7 +307,9 @@ def _scores_signature(session: Session, scored: sa.ColumnElement[bool]) -> tuple
     return tuple(row)
 
 
-def _pool_by_algorithm(rows: Sequence[Any], taus: np.ndarray = PROFILE_TAUS) -> list[AggregateRow]:
+def _pool_by_algorithm(
+    session: Session, rows: Sequence[Any], taus: np.ndarray = PROFILE_TAUS
+) -> list[AggregateRow]:
     pooled: dict[str, tuple[str, dict[str, list[float]], int]] = {}
     for r in rows:
         key = r.algorithm_id or f"run:{r.id}"
@@ -316,17 +318,19 @@ def _pool_by_algorithm(rows: Sequence[Any], taus: np.ndarray = PROFILE_TAUS) -> 
         for task, values in _trial_table(r.score if isinstance(r.score, dict) else None).items():
             table.setdefault(task, []).extend(values)
         pooled[key] = (label, table, n + 1)
-    out = [_kept_aggregate_row(label, table, n, taus) for label, table, n in pooled.values() if table]
+    out = [_kept_aggregate_row(session, label, table, n, taus) for label, table, n in pooled.values() if table]
     out.sort(key=lambda a: -(a.iqm.value if a.iqm else -math.inf))
     return [dataclasses.replace(a, color=PALETTE[i % len(PALETTE)]) for i, a in enumerate(out)]
 
 
-def _kept_aggregate_row(label: str, table: dict[str, list[float]], n_runs: int, taus: np.ndarray) -> AggregateRow:
+def _kept_aggregate_row(
+    session: Session, label: str, table: dict[str, list[float]], n_runs: int, taus: np.ndarray
+) -> AggregateRow:
     """:func:`_aggregate_row`, kept by its inputs (a bootstrap of fixed seed is a function of them): when
     a run is added or scored again, only its algorithm's statistics are computed again (at 1,666
     algorithms, all of them took 14 s)."""
     inputs = ("benchmark algorithm", label, n_runs, taus.tobytes(), tuple((t, tuple(v)) for t, v in sorted(table.items())))
-    return cached(inputs, lambda: _aggregate_row(label, table, n_runs, taus))
+    return cached(session, inputs, lambda: _aggregate_row(label, table, n_runs, taus))
 
 
 def _aggregate_row(
@@ -339,7 +343,7 @@ def _aggregate_row(
     per_task: dict[str, Interval] = {}
     for task, values in table.items():
         if len(values) < 2:
-            per_task[task] = Interval(values[0], None, None, 1)
+            per_task[task] = Interval(values[0], None, None, n=1)
             continue
         mean = statistics.interval_estimates({task: values}, metrics=("mean",), reps=AGGREGATE_REPS, seed=0)
         per_task[task] = _estimate(mean["mean"], True, len(values))
@@ -422,7 +426,7 @@ def improvement(session: Session, benchmark_id: str, x_id: str, y_id: str) -> Im
 
         return [estimate(common), [(t, estimate([t])) for t in common]]
 
-    overall, per_task = cached(signature, compute)
+    overall, per_task = cached(session, signature, compute)
     return Improvement(x=_run_row(rows[x_id]), y=_run_row(rows[y_id]), overall=overall, per_task=per_task)
 
 

@@ -4,12 +4,12 @@
   read leniently (an unknown value falls back to the default) so that a shared URL always opens;
 - :func:`requested_ids`: the ``e`` values, deduplicated and cut to :data:`MAX_COMPARED`;
 - :func:`chart_data`: the JSON the browser draws (``static/compare.js``), one series per evaluation
-  taken from its evaluation-page curves (:mod:`.curves`, whose running mean is
+  taken from its evaluation-page curves (:mod:`palaestra.curves`, whose running mean is
   :func:`palaestra.solved_stats.trailing_mean`): its rewards and its x values on each axis (null
   where the binned fallback curves lack an axis; the browser leaves those points out).
 
 Smoothing is drawn by the browser, so that moving the control redraws at once; the server keeps the
-per-episode rewards as uploaded (binned to :data:`.curves.MAX_POINTS` points for long runs).
+per-episode rewards as uploaded (binned to :data:`palaestra.curves.MAX_POINTS` points for long runs).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from urllib.parse import urlencode
 
 from palaestra.episodes import AXES as EPISODE_AXES
 from palaestra.scoreboard.protocol import ID_PREFIX
-from palaestra.scoreboard.server.conditions import conditions_label
-from palaestra.scoreboard.server.records import EvaluationRecord
+from palaestra.scoreboard.server.evaluations.conditions import conditions_label
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
 
 __all__ = [
     "AXES",

@@ -17,10 +17,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse, Response
 
 from palaestra.episodes import Episodes
-from palaestra.scoreboard.server.ingest import IngestError, read_validated_batch
-from palaestra.scoreboard.server.records import EvaluationRecord
-from palaestra.scoreboard.server.storage import BlobDamaged
-from palaestra.scoreboard.server.video_integrity import read_checked, record_first_hash
+from palaestra.scoreboard.server.core.storage import BlobDamaged
+from palaestra.scoreboard.server.evaluations.ingest import IngestError, read_validated_batch
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
+from palaestra.scoreboard.server.evaluations.video_integrity import read_checked, record_first_hash
 from palaestra.scoreboard.server.web.services import blob_store, database, evaluation_of, not_found
 
 __all__ = ["router"]
@@ -34,7 +34,7 @@ def _blob_response(
     request: Request, evaluation_id: str, key: str, sha256: str | None, media_type: str, filename: str
 ) -> Response:
     """A stored video (or its metadata) of an evaluation, from this server's origin (the pages'
-    Content-Security-Policy allows no other), its sha256 checked first (:mod:`..video_integrity`):
+    Content-Security-Policy allows no other), its sha256 checked first (:mod:`..evaluations.video_integrity`):
     bytes that are not those stored are never served.
 
     The file store's blobs are files (served with Range support, so videos seek); other stores'
@@ -103,7 +103,7 @@ def episode_batch_download(request: Request, evaluation_id: str) -> Response:
 def _stored_batch(request: Request, ev: EvaluationRecord | None) -> dict[str, Any] | Response:
     """The 2017 stored document of evaluation ``ev``'s episode batch (the uploaded keys plus
     ``env_id`` and ``initial_reset_timestamp``), its sha256 checked and otherwise trusted as validated
-    at upload (:func:`..ingest.read_validated_batch`: the only reader of the blob once the evaluation
+    at upload (:func:`..evaluations.ingest.read_validated_batch`: the only reader of the blob once the evaluation
     is derived); else the page that says why not: 404 naming the file when it is gone (the other pages
     draw what was derived from it), 500 naming the fault when its bytes are not those scored."""
     if ev is None or not ev.episode_batch_key:

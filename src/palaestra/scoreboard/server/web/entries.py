@@ -25,15 +25,16 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra.benchmarks import statistics
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.conditions import (
+from palaestra.benchmarks.statistics import Interval
+from palaestra.scoreboard.server.evaluations.conditions import (
     Difference,
     conditions_label,
     derive_conditions,
     differences,
 )
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, Evaluation
-from palaestra.scoreboard.server.records import EvaluationRecord, RunAlgorithm
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord, RunAlgorithm
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.web import queries
 from palaestra.scoreboard.server.web.page_cache import cached, of_env
 
@@ -77,7 +78,7 @@ def condition_sets(session: Session, env_id: str) -> list[ConditionSet]:
     """The sets of conditions of ``env_id``'s evaluations, the largest first (one scan of the env's
     index entries, kept until the env has another evaluation)."""
     signature = of_env(session, "condition sets", env_id, queries.env_total(session, env_id))
-    return cached(signature, lambda: _condition_sets(session, env_id))
+    return cached(session, signature, lambda: _condition_sets(session, env_id))
 
 
 def _condition_sets(session: Session, env_id: str) -> list[ConditionSet]:
@@ -176,13 +177,6 @@ def pooled_conditions_notice(session: Session, where: Any) -> str | None:
 # -- seed groups -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Interval:
-    value: float
-    low: float
-    high: float
-
-
 @dataclass
 class Entry:
     """One user's algorithm on one env under one set of conditions: its evaluations are its seeds."""
@@ -212,7 +206,7 @@ class Entry:
 
     @property
     def median_high_never(self) -> bool:
-        return self.episodes_to_solve is not None and math.isinf(self.episodes_to_solve.high)
+        return self.episodes_to_solve is not None and self.episodes_to_solve.high is not None and math.isinf(self.episodes_to_solve.high)
 
 
 def _median_interval(values: np.ndarray) -> Interval:
@@ -238,7 +232,7 @@ def rank_entries(session: Session, env_id: str, only: Any = None) -> list[Entry]
     to solve, then a higher IQM score (a bootstrap per group: kept until the env has another
     evaluation)."""
     signature = of_env(session, "entries", env_id, queries.env_total(session, env_id), only)
-    return cached(signature, lambda: _rank_entries(session, env_id, only))
+    return cached(session, signature, lambda: _rank_entries(session, env_id, only))
 
 
 def _rank_entries(session: Session, env_id: str, only: Any) -> list[Entry]:

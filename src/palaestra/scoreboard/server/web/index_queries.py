@@ -11,9 +11,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra import catalogue
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.db import Algorithm, EnvStats, Evaluation
-from palaestra.scoreboard.server.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
+from palaestra.scoreboard.server.evaluations.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.scores import Algorithm, EnvStats, Evaluation
 from palaestra.scoreboard.server.web.queries import fetch_rows
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,

@@ -1,7 +1,7 @@
 """The ladder pages: the ladders, a ladder (ratings with intervals, head-to-head, latest games), a
 player, and a game with its board viewer (``static/ladder-viewer.js``: SVG, buttons and keys).
 
-They read what :mod:`palaestra.scoreboard.server.ladders` reads for ``/v1``, so a page and its API
+They read what :mod:`palaestra.scoreboard.server.ladders.service` reads for ``/v1``, so a page and its API
 answer cannot disagree. A game page's positions are derived from the stored moves by the rules
 (:func:`board_positions`), once per view; the record itself is downloaded from ``/v1``.
 """
@@ -17,9 +17,9 @@ from sqlalchemy.orm import Session
 
 from palaestra.ladder.records import load_record
 from palaestra.ladder.replay import make_rules
-from palaestra.scoreboard.server import ladders
 from palaestra.scoreboard.server.api.common import base_url
-from palaestra.scoreboard.server.deps import state_of
+from palaestra.scoreboard.server.core.deps import state_of
+from palaestra.scoreboard.server.ladders import service as ladders
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import database
 

@@ -14,28 +14,22 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
-from palaestra.monitoring.results import merge_stats_documents
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.client.preparation import episode_batch_document
-from palaestra.scoreboard.live_protocol import live_web_path
-from palaestra.scoreboard.server import live
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.db import Evaluation
-from palaestra.scoreboard.server.db_base import snapshot
-from palaestra.scoreboard.server.deps import state_of
-from palaestra.scoreboard.server.evaluation_scoring import score_batch
-from palaestra.scoreboard.server.live_tables import LiveEvaluation
+from palaestra.scoreboard.protocol.live import live_web_path
+from palaestra.scoreboard.server.core.deps import state_of
+from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
+from palaestra.scoreboard.server.live import runs as live
 from palaestra.scoreboard.server.problems import Problem
-from palaestra.scoreboard.server.records import EvaluationRecord
-from palaestra.scoreboard.server.web import curves
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.base import snapshot
+from palaestra.scoreboard.server.tables.live import LiveEvaluation
+from palaestra.scoreboard.server.tables.scores import Algorithm, Evaluation
 from palaestra.scoreboard.server.web.render import render
 from palaestra.scoreboard.server.web.services import database
 
 __all__ = ["LiveRow", "compared_live", "in_progress_rows", "is_live_id", "router"]
 
 router = APIRouter(include_in_schema=False)
-#: Points of the live reward curve sent to the page (episodes are pooled into this many buckets).
-CURVE_POINTS = 200
 STATUS_LABELS = {
     "in_progress": "in progress",
     "abandoned": "abandoned",
@@ -50,6 +44,8 @@ class LiveRow:
 
     id: str
     url: str
+    #: what the follower named it (None: an older follower's run)
+    name: str | None
     env_id: str
     owner: str | None
     status: str
@@ -74,6 +70,7 @@ def in_progress_rows(request: Request, session: Session, where: Any, limit: int 
             LiveRow(
                 obj.id,
                 live_web_path(obj.id),
+                obj.name,
                 obj.env,
                 owner,
                 STATUS_LABELS[obj.status],
@@ -86,17 +83,22 @@ def in_progress_rows(request: Request, session: Session, where: Any, limit: int 
 
 
 def _progress(request: Request, live_id: str) -> dict[str, Any]:
+    """What the page and its JSON show: the run's row and its derivation (one row each, whatever its
+    length: :mod:`palaestra.scoreboard.server.live.derived`)."""
     state = state_of(request)
     with database(request).read() as session:
         try:
             found, sources, owner = live.load_live(session, live_id)
         except Problem:
             return {}
-        merged = merge_stats_documents(live.stored_documents(session, found.seq))
+        # a sealed run's page is its evaluation's (a redirect): nothing to derive for it
+        view = live.live_view(session, found) if found.status != "sealed" else {}
     obj = live.live_object(state, found, sources, owner)
+    recent = len(found.recent_rewards or [])
     return {
         "id": obj.id,
         "env": obj.env,
+        "name": obj.name,
         "owner": owner,
         "status": obj.status,
         "status_label": STATUS_LABELS[obj.status],
@@ -104,20 +106,19 @@ def _progress(request: Request, live_id: str) -> dict[str, Any]:
         "timesteps": obj.timesteps,
         "seconds_since_last_episode": obj.seconds_since_last_episode,
         "recent_mean": obj.recent_mean,
+        "recent_label": recent_mean_label(recent),
         "evaluation_url": protocol.evaluation_web_path(obj.evaluation_id) if obj.evaluation_id else None,
-        "curve": _bucketed(merged["episode_rewards"]),
+        "score": view.get("score"),
+        "curves": view.get("curves") or {},
     }
 
 
-def _bucketed(rewards: list[float]) -> list[list[float]]:
-    """``[episode, mean reward]`` over at most :data:`CURVE_POINTS` buckets of consecutive episodes."""
-    if not rewards:
-        return []
-    size = max(1, -(-len(rewards) // CURVE_POINTS))
-    return [
-        [i + len(rewards[i : i + size]), sum(rewards[i : i + size]) / len(rewards[i : i + size])]
-        for i in range(0, len(rewards), size)
-    ]
+def recent_mean_label(received: int) -> str:
+    """What the recent mean is over: the last :data:`.live.RECENT_WINDOW` episodes, or those so far."""
+    if received >= live.RECENT_WINDOW:
+        return f"Mean of the last {live.RECENT_WINDOW} episodes"
+    plural = "" if received == 1 else "s"
+    return f"Mean of the {received} episode{plural} so far"
 
 
 @router.get("/live/{live_id}.json")
@@ -129,8 +130,8 @@ def live_progress(request: Request, live_id: str) -> Response:
             '{"detail": "No such live evaluation."}', status_code=404, media_type="application/json"
         )
 
-    return Response(
-        json.dumps(progress), media_type="application/json", headers={"Cache-Control": "no-store"}
+    return Response(  # no bare NaN or Infinity: the derivation holds none (a test holds it)
+        json.dumps(progress, allow_nan=False), media_type="application/json", headers={"Cache-Control": "no-store"}
     )
 
 
@@ -181,8 +182,8 @@ def is_live_id(object_id: str) -> bool:
 def compared_live(
     request: Request, live_ids: list[str]
 ) -> dict[str, tuple[EvaluationRecord, dict[str, Any] | None]]:
-    """Live runs to draw on the compare page, by id: a record scored on the episodes received so far
-    (for display only: nothing is stored) and its curves, from ``live_chunks``."""
+    """Live runs to draw on the compare page, by id: a record of the score on the episodes received so
+    far and its curves, both read from the run's derivation (for display only: nothing is stored)."""
     found: dict[str, tuple[EvaluationRecord, dict[str, Any] | None]] = {}
     with database(request).read() as session:
         for live_id in live_ids:
@@ -190,22 +191,30 @@ def compared_live(
                 run, _sources, owner = live.load_live(session, live_id)
             except Problem:
                 continue
-            merged = merge_stats_documents(live.stored_documents(session, run.seq))
-            if not merged["timestamps"]:
+            view = live.live_view(session, run)
+            if not view["score"]["number_episodes"] and not view["score"]["evaluation_episodes"]:
                 continue
-            batch = protocol.EpisodeBatch.model_construct(**episode_batch_document(merged, live_id))
-            scoring = score_batch(batch, run.env_id, run.gym_version)
             values = {
                 "id": run.id,
                 "env_id": run.env_id,
-                "env_listed": scoring.listed,
+                "env_listed": view["listed"],
                 "created": run.created,
                 "videos": [],
-                **scoring.columns(),
+                **view["score"],
             }
-            record = EvaluationRecord.of(snapshot(Evaluation, values), None, None, owner)
-            data = curves.from_episode_batch(
-                batch.enriched(run.env_id), scoring.score.trials, scoring.score.reward_threshold
-            )
-            found[live_id] = (record, data)
+            algorithm = _named_algorithm(session, run.user_seq, run.algorithm_ref)
+            record = EvaluationRecord.of(snapshot(Evaluation, values), algorithm, None, owner)
+            found[live_id] = (record, view["curves"] or None)
     return found
+
+
+def _named_algorithm(session: Session, user_seq: int, ref: str | None) -> Algorithm | None:
+    """The owner's algorithm a live run names (by id, else by name, as its seal will resolve it), if any."""
+    if not ref:
+        return None
+    return session.scalar(
+        sa.select(Algorithm)
+        .where(Algorithm.user_seq == user_seq, sa.or_(Algorithm.id == ref, Algorithm.name == ref))
+        .order_by(sa.case((Algorithm.id == ref, 0), else_=1))  # by id, else by name
+        .limit(1)
+    )

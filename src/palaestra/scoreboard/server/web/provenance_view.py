@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from palaestra.scoreboard.server.conditions import conditions_label
+from palaestra.scoreboard.server.evaluations.conditions import conditions_label
 
 __all__ = ["ProvenanceView", "provenance_view", "reproducing_command"]
 

@@ -14,14 +14,14 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra import catalogue
-from palaestra.scoreboard.server.account_tables import User
-from palaestra.scoreboard.server.conditions import conditions_label
-from palaestra.scoreboard.server.db import Algorithm, BenchmarkRun, EnvStats, Evaluation
-from palaestra.scoreboard.server.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
-from palaestra.scoreboard.server.records import (
+from palaestra.scoreboard.server.evaluations.conditions import conditions_label
+from palaestra.scoreboard.server.evaluations.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
+from palaestra.scoreboard.server.evaluations.records import (
     RunAlgorithm,  # a benchmark evaluation shows its run's algorithm
     algorithm_evaluation_seqs,
 )
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, EnvStats, Evaluation
 from palaestra.scoreboard.server.web.page_cache import cached, of_database, of_env
 from palaestra.scoreboard.server.web.views import (
     PAGE_SIZE,
@@ -122,7 +122,7 @@ def home(session: Session) -> tuple[list[GroupView], int, int]:
     envs, evaluations = session.execute(
         sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(EnvStats.evaluation_count), 0))
     ).one()
-    return cached(of_database(session, "home", envs, evaluations), lambda: _home(session))
+    return cached(session, of_database(session, "home", envs, evaluations), lambda: _home(session))
 
 
 def _home(session: Session) -> tuple[list[GroupView], int, int]:
@@ -260,7 +260,7 @@ def leaderboard(
         return [], page
     if sort == "algorithm":
         signature = of_env(session, "per algorithm", env_id, env_total(session, env_id), only)
-        groups = cached(signature, lambda: _name_groups(session, where))
+        groups = cached(session, signature, lambda: _name_groups(session, where))
         return fetch_rows(session, _seqs_by_algorithm_name(session, where, groups, page)), page
     return _page_rows(session, where, order, page), page
 

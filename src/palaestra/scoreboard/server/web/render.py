@@ -19,7 +19,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from markupsafe import Markup
 
-from palaestra.scoreboard.server.deps import state_of
+from palaestra.scoreboard.server.core.deps import state_of
 from palaestra.scoreboard.server.web import assets, signin
 from palaestra.solved_stats import short_mean_label
 

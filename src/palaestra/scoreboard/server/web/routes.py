@@ -5,7 +5,6 @@ evaluations and compare. The downloads they link to are :mod:`.downloads`, the b
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from typing import Any
 from urllib.parse import urlencode
@@ -16,17 +15,17 @@ from fastapi.responses import HTMLResponse, Response
 
 from palaestra import catalogue
 from palaestra.scoreboard.protocol import parse_json
-from palaestra.scoreboard.server import pictures
-from palaestra.scoreboard.server.db import Evaluation
-from palaestra.scoreboard.server.db_base import sorted_keys
-from palaestra.scoreboard.server.deps import state_of
-from palaestra.scoreboard.server.records import (
+from palaestra.scoreboard.server.core.deps import state_of
+from palaestra.scoreboard.server.core.storage import BlobStore
+from palaestra.scoreboard.server.evaluations import pictures
+from palaestra.scoreboard.server.evaluations.records import (
     EvaluationRecord,
     StoredVideo,
     evaluation_record,
     evaluation_select,
 )
-from palaestra.scoreboard.server.storage import BlobStore
+from palaestra.scoreboard.server.tables.base import sorted_keys
+from palaestra.scoreboard.server.tables.scores import Evaluation
 from palaestra.scoreboard.server.web import (
     agent_pages,
     aggregate,
@@ -273,11 +272,12 @@ def algorithm_page(
     axis = x if x in aggregate.AXES else "episode"
     # by env, metric, axis and the evaluations pooled
     signature = (*curve_signature, chosen, metric, axis, *[ev.id for ev in records])
-    hit, chart = page_cache.lookup(signature) if not running else (False, None)  # live curves still grow
+    cache = database(request).cache
+    hit, chart = page_cache.lookup(cache, signature) if not running else (False, None)  # live curves still grow
     if not hit:
         chart = aggregate.aggregate_curve(_lines(request, records, running), metric, axis)
         if not running:
-            page_cache.store(signature, chart)
+            page_cache.store(cache, signature, chart)
     query = {"env": chosen or "", "stat": metric, "x": axis}
     across = {
         "envs": envs,
@@ -322,12 +322,14 @@ def _terminal_fallback(request: Request, video: StoredVideo) -> str | None:
     """The last frame of an asciicast v1 recording as plain text (shown without JavaScript)."""
     if video.kind != "terminal" or video.size > MAX_FALLBACK_RECORDING_BYTES:
         return None
-    return _last_frame_text(blob_store(request), video.key, video.sha256)
+    store = blob_store(request)
+    # kept on the state: a stored blob never changes (and one that did is not shown)
+    return database(request).cache.get(
+        ("recording", video.key, video.sha256), lambda: _last_frame_text(store, video.key, video.sha256)
+    )
 
 
-@functools.lru_cache(maxsize=1024)
 def _last_frame_text(store: BlobStore, key: str, sha256: str | None) -> str | None:
-    """Cached per (store, key): a stored blob never changes (and one that did is not shown)."""
     try:
         doc = parse_json(store.get_verified(key, sha256), "The recording")
         frames = doc.get("stdout") or []
@@ -352,7 +354,7 @@ def _stored_curves(request: Request, ids: list[str]) -> dict[str, dict[str, Any]
     with database(request).read() as session:
         signature = page_cache.of_database(session, "curves")
         for evaluation_id in ids:
-            hit, kept = page_cache.lookup((*signature, evaluation_id))
+            hit, kept = page_cache.lookup(session, (*signature, evaluation_id))
             if hit:
                 out[evaluation_id] = kept
         wanted = [i for i in ids if i not in out]
@@ -361,7 +363,7 @@ def _stored_curves(request: Request, ids: list[str]) -> dict[str, dict[str, Any]
             for evaluation_id, stored in rows:
                 data = sorted_keys(stored)  # one key order from SQLite and PostgreSQL's JSONB alike
                 out[evaluation_id] = data
-                page_cache.store((*signature, evaluation_id), data)
+                page_cache.store(session, (*signature, evaluation_id), data)
     return out
 
 

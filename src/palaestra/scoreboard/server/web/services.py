@@ -6,10 +6,14 @@ from __future__ import annotations
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
-from palaestra.scoreboard.server.database import Database
-from palaestra.scoreboard.server.deps import state_of
-from palaestra.scoreboard.server.records import EvaluationRecord, evaluation_record, evaluation_select
-from palaestra.scoreboard.server.storage import BlobStore
+from palaestra.scoreboard.server.core.database import Database
+from palaestra.scoreboard.server.core.deps import state_of
+from palaestra.scoreboard.server.core.storage import BlobStore
+from palaestra.scoreboard.server.evaluations.records import (
+    EvaluationRecord,
+    evaluation_record,
+    evaluation_select,
+)
 from palaestra.scoreboard.server.web.render import render
 
 
@@ -23,7 +27,7 @@ def blob_store(request: Request) -> BlobStore:
 
 def evaluation_of(request: Request, evaluation_id: str) -> EvaluationRecord | None:
     """The evaluation's record (the one the API answers with), or None."""
-    from palaestra.scoreboard.server.db import Evaluation
+    from palaestra.scoreboard.server.tables.scores import Evaluation
 
     with database(request).read() as session:
         row = session.execute(evaluation_select().where(Evaluation.id == evaluation_id)).first()

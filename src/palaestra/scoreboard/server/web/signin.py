@@ -18,8 +18,8 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.responses import Response
 
-from palaestra.scoreboard.server import accounts
-from palaestra.scoreboard.server.deps import state_of
+from palaestra.scoreboard.server.accounts import sessions as accounts
+from palaestra.scoreboard.server.core.deps import state_of
 
 SESSION_COOKIE = "palaestra_session"
 #: the CSRF seed of a browser that is not signed in (for the sign-in and invite forms)

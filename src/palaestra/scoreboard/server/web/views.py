@@ -1,6 +1,6 @@
 """What the templates show: plain data classes filled by :mod:`.queries` (no ORM objects in templates).
 
-An evaluation's page shows its :class:`~palaestra.scoreboard.server.records.EvaluationRecord`, the
+An evaluation's page shows its :class:`~palaestra.scoreboard.server.evaluations.records.EvaluationRecord`, the
 record the API answers with too.
 """
 
@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
+from palaestra.benchmarks.statistics import Interval
 from palaestra.catalogue import Group
-from palaestra.scoreboard.server.records import StoredVideo
+from palaestra.scoreboard.server.evaluations.records import StoredVideo
 
 PAGE_SIZE = 25
 
@@ -203,24 +204,6 @@ class Download:
     label: str
     url: str
     note: str = ""
-
-
-@dataclass(frozen=True)
-class Interval:
-    """A statistic with its 95% confidence interval, or without one (``low``/``high`` None) where
-    none exists: every task has a single score (``n`` = the most scores any task has)."""
-
-    value: float
-    low: float | None
-    high: float | None
-    n: int = 2
-
-    @property
-    def has_interval(self) -> bool:
-        return self.low is not None and self.high is not None
-
-    def to_json(self) -> list[float | None]:
-        return [self.value, self.low, self.high]
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ def upgrade() -> None:
         logger.warning("Migrated without the blob store: `palaestra server rescore` derives the stored "
                        "evaluations' curves")
         return
-    from palaestra.scoreboard.server.rescore import derive_missing_curves
+    from palaestra.scoreboard.server.evaluations.rescore import derive_missing_curves
 
     derived, missing = derive_missing_curves(op.get_bind(), open_store())
     if derived or missing:

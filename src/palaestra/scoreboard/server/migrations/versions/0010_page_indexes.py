@@ -1,6 +1,6 @@
 """page indexes: per-user and per-algorithm aggregates, and the index of the by-algorithm order
 
-- ``user_stats``, ``algorithm_stats``, ``algorithm_env_stats`` (:mod:`palaestra.scoreboard.server.index_stats`),
+- ``user_stats``, ``algorithm_stats``, ``algorithm_env_stats`` (:mod:`palaestra.scoreboard.server.evaluations.index_stats`),
   backfilled here from the evaluations already stored;
 - ``ix_evaluations_env_algorithm``: ``(env_id, algorithm_seq, seq)``, along which an env page in
   algorithm order counts and reads its rows.

@@ -5,6 +5,7 @@
  * Two charts (reward, length), x axis chosen with the radio buttons. For tests and people alike,
  * each chart's container gets data-points (the number of points drawn) once it is drawn.
  * Axes, number format and the y range that always shows the threshold: common.js.
+ * The live-run page (live.js) draws new data in the same charts with window.palaestraCurves.draw(data).
  */
 (function () {
   "use strict";
@@ -46,7 +47,7 @@
   function init() {
     var data = common && common.readJson("curves-data");
     var charts = Array.prototype.slice.call(document.querySelectorAll(".chart[data-y]"));
-    if (!data || !charts.length) return;
+    if (!charts.length) return;
     if (typeof window.uPlot !== "function") {
       charts.forEach(function (el) { el.textContent = "Charts are unavailable: uPlot did not load."; });
       return;
@@ -54,9 +55,12 @@
     var plots = [];
     var xKey = "episode";
     function drawAll() {
+      if (!data || !data[xKey]) return;  // a live run with no training episode yet
+      plots.forEach(function (p) { p.destroy(); });
       plots = charts.map(function (el) { return buildChart(el, data, xKey); });
       window.palaestraCharts = plots;
     }
+    window.palaestraCurves = { draw: function (next) { data = next; drawAll(); } };
     drawAll();
     document.querySelectorAll("form.axis input[name=x]").forEach(function (input) {
       input.addEventListener("change", function () {

@@ -1,5 +1,6 @@
 // The live-run page (/live/{id}): fetch /live/{id}.json every few seconds and update the status line,
-// the counts and the reward curve without a reload. Stops once the run is sealed (and goes to its
+// the counts and the learning curves (drawn by charts.js, as on an evaluation's page: axes, labels,
+// the running mean, the threshold) without a reload. Stops once the run is sealed (and goes to its
 // evaluation's page).
 (function () {
   "use strict";
@@ -19,26 +20,19 @@
     return live.status_label.charAt(0).toUpperCase() + live.status_label.slice(1) + ".";
   }
 
-  function drawCurve(points) {
-    var line = document.querySelector("#live-curve polyline");
-    if (!line || !points.length) return;
-    var xs = points.map(function (p) { return p[0]; });
-    var ys = points.map(function (p) { return p[1]; });
-    var x0 = Math.min.apply(null, xs), x1 = Math.max.apply(null, xs);
-    var y0 = Math.min.apply(null, ys), y1 = Math.max.apply(null, ys);
-    var sx = x1 > x0 ? 590 / (x1 - x0) : 0, sy = y1 > y0 ? 190 / (y1 - y0) : 0;
-    line.setAttribute("points", points.map(function (p) {
-      return (5 + (p[0] - x0) * sx).toFixed(1) + "," + (195 - (p[1] - y0) * sy).toFixed(1);
-    }).join(" "));
+  function drawCurves(curves) {
+    var empty = document.getElementById("curves-empty");
+    if (empty) empty.hidden = !!(curves && curves.episode);
+    if (window.palaestraCurves && curves && curves.episode) window.palaestraCurves.draw(curves);
   }
 
   function show(live) {
     status.textContent = statusText(live);
     document.getElementById("live-episodes").textContent = live.episodes;
     document.getElementById("live-timesteps").textContent = live.timesteps;
+    document.getElementById("live-recent-label").textContent = live.recent_label;
     document.getElementById("live-recent-mean").textContent =
       live.recent_mean === null ? "—" : live.recent_mean.toFixed(2);
-    drawCurve(live.curve);
   }
 
   function poll() {
@@ -47,6 +41,7 @@
       .then(function (live) {
         if (!live) { setTimeout(poll, POLL_MS); return; }
         show(live);
+        drawCurves(live.curves);
         if (live.status === "sealed" && live.evaluation_url) { window.location.assign(live.evaluation_url); return; }
         setTimeout(poll, POLL_MS);
       })

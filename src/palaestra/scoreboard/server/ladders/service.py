@@ -1,0 +1,194 @@
+"""The ladders' database operations, one place for the API and the pages: storing a checked match and
+deriving its ladder's ratings again (in the same transaction), and reading matches, games, ratings,
+players and head-to-head results as their ``/v1`` objects (:mod:`palaestra.scoreboard.protocol.ladder`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from palaestra.ladder.ratings import DEFAULT_ANCHORS, rate
+from palaestra.scoreboard.protocol import API_PREFIX
+from palaestra.scoreboard.protocol import ladder as lp
+from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.ladders.checks import CheckedMatch
+from palaestra.scoreboard.server.tables.accounts import User
+from palaestra.scoreboard.server.tables.ladders import LadderGame, LadderMatch, LadderRating
+
+__all__ = [
+    "game_object",
+    "ladder_objects",
+    "match_object",
+    "player_object",
+    "ratings_object",
+    "rerate",
+    "store_match",
+]
+
+_POINTS = {"black": (1.0, 0.0), "white": (0.0, 1.0), None: (0.5, 0.5)}
+
+
+def store_match(session: Session, user_seq: int, match: CheckedMatch) -> tuple[str, bool]:
+    """Add ``match`` and its games, and rate its ladder again: (its id, True). The same upload again
+    (its digest) adds nothing: (the stored match's id, False)."""
+    known = session.scalar(
+        sa.select(LadderMatch.id).where(LadderMatch.user_seq == user_seq, LadderMatch.digest == match.digest)
+    )
+    if known is not None:
+        return known, False
+    row = LadderMatch(
+        id=new_id("ladder_match"), user_seq=user_seq, ladder=match.ladder, game=match.game,
+        board_size=match.board_size, komi=match.komi, players=match.players, digest=match.digest,
+    )  # fmt: skip
+    session.add(row)
+    session.flush()
+    for game in match.games:
+        record = game.record
+        session.add(
+            LadderGame(
+                id=new_id("ladder_game"), match_seq=row.seq, ladder=match.ladder, number=game.number,
+                file_name=game.file_name, black=record.black, white=record.white, winner=record.winner,
+                reason=record.reason, result=record.result_text(), score=record.score, moves=record.moves,
+                record=game.text,
+            )
+        )
+    session.flush()
+    rerate(session, match.ladder)
+    return row.id, True
+
+
+def rerate(session: Session, ladder: str) -> None:
+    """Derive ``ladder``'s ratings again from all its games."""
+    rows = session.execute(
+        sa.select(LadderGame.black, LadderGame.white, LadderGame.winner).where(LadderGame.ladder == ladder)
+    ).all()
+    ratings = rate([(black, white, _POINTS[winner][0]) for black, white, winner in rows], DEFAULT_ANCHORS)
+    session.execute(sa.delete(LadderRating).where(LadderRating.ladder == ladder))
+    session.add_all(LadderRating(ladder=ladder, **dataclasses.asdict(r)) for r in ratings)
+
+
+def _web(base: str, path: str) -> str:
+    return f"{base}{path}"
+
+
+def game_object(game: LadderGame, match_id: str, base: str) -> lp.GameObject:
+    return lp.GameObject(
+        id=game.id, match=match_id, ladder=game.ladder, number=game.number, black=game.black,
+        white=game.white, winner=game.winner, reason=game.reason, result=game.result, score=game.score,
+        moves=list(game.moves), record_url=f"{base}{API_PREFIX}/ladder_games/{game.id}/record",
+        web_url=_web(base, f"/ladders/games/{game.id}"),
+    )  # fmt: skip
+
+
+def _games_with_match(query: Any) -> Any:
+    return query.add_columns(LadderMatch.id).join(LadderMatch, LadderMatch.seq == LadderGame.match_seq)
+
+
+def match_object(session: Session, match_id: str, base: str) -> lp.MatchObject | None:
+    found = session.execute(
+        sa.select(LadderMatch, User.name).join(User, User.seq == LadderMatch.user_seq).where(LadderMatch.id == match_id)
+    ).first()
+    if found is None:
+        return None
+    match, owner = found
+    games = session.scalars(sa.select(LadderGame).where(LadderGame.match_seq == match.seq).order_by(LadderGame.number))
+    return lp.MatchObject(
+        id=match.id, ladder=match.ladder, owner=owner, players=list(match.players),
+        games=[game_object(g, match.id, base) for g in games], created=match.created.isoformat(),
+        web_url=_web(base, f"/ladders/{match.ladder}"),
+    )  # fmt: skip
+
+
+def find_game(session: Session, game_id: str) -> tuple[LadderGame, str] | None:
+    """A game and its match's id."""
+    found = session.execute(_games_with_match(sa.select(LadderGame)).where(LadderGame.id == game_id)).first()
+    return None if found is None else (found[0], found[1])
+
+
+def _rating_object(row: LadderRating) -> lp.RatingObject:
+    return lp.RatingObject(
+        player=row.player, rating=row.rating, low=row.low, high=row.high, games=row.games, points=row.points,
+        anchored=row.anchored, is_anchor=row.is_anchor,
+    )  # fmt: skip
+
+
+def ratings_object(session: Session, ladder: str) -> lp.RatingsObject | None:
+    rows = session.scalars(
+        sa.select(LadderRating).where(LadderRating.ladder == ladder).order_by(LadderRating.rating.desc())
+    ).all()
+    if not rows:
+        return None
+    games = session.scalar(sa.select(sa.func.count()).where(LadderGame.ladder == ladder)) or 0
+    anchor = next((r.player for r in rows if r.is_anchor), None)
+    return lp.RatingsObject(ladder=ladder, anchor=anchor, games=games, ratings=[_rating_object(r) for r in rows])
+
+
+def ladder_objects(session: Session, base: str) -> list[lp.LadderObject]:
+    rows = session.execute(
+        sa.select(LadderMatch.ladder, LadderMatch.game, LadderMatch.board_size, LadderMatch.komi).distinct()
+    ).all()
+    result = []
+    for ladder, game, size, komi in sorted(rows):
+        games = session.scalar(sa.select(sa.func.count()).where(LadderGame.ladder == ladder)) or 0
+        players = session.scalar(sa.select(sa.func.count()).where(LadderRating.ladder == ladder)) or 0
+        result.append(
+            lp.LadderObject(
+                id=ladder, game=game, board_size=size, komi=komi, games=games, players=players,
+                web_url=_web(base, f"/ladders/{ladder}"),
+            )
+        )
+    return result
+
+
+def head_to_head(session: Session, ladder: str) -> dict[str, dict[str, dict[str, float]]]:
+    """player -> opponent -> {games, points} over the ladder's games."""
+    table: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: {"games": 0, "points": 0.0}))
+    rows = session.execute(
+        sa.select(LadderGame.black, LadderGame.white, LadderGame.winner).where(LadderGame.ladder == ladder)
+    ).all()
+    for black, white, winner in rows:
+        black_points, white_points = _POINTS[winner]
+        for player, opponent, points in ((black, white, black_points), (white, black, white_points)):
+            cell = table[player][opponent]
+            cell["games"] += 1
+            cell["points"] += points
+    return {player: dict(opponents) for player, opponents in table.items()}
+
+
+def player_object(session: Session, ladder: str, name: str, base: str, limit: int = 100) -> lp.PlayerObject | None:
+    rating = session.get(LadderRating, (ladder, name))
+    if rating is None:
+        return None
+    games = session.execute(
+        _games_with_match(sa.select(LadderGame))
+        .where(LadderGame.ladder == ladder, sa.or_(LadderGame.black == name, LadderGame.white == name))
+        .order_by(LadderGame.seq.desc())
+        .limit(limit)
+    ).all()
+    return lp.PlayerObject(
+        ladder=ladder, name=name, rating=_rating_object(rating),
+        head_to_head=head_to_head(session, ladder).get(name, {}),
+        games=[game_object(g, match_id, base) for g, match_id in games],
+    )  # fmt: skip
+
+
+def recent_games(session: Session, ladder: str, base: str, limit: int = 50) -> list[lp.GameObject]:
+    """The ladder's latest games, newest first."""
+    rows = session.execute(
+        _games_with_match(sa.select(LadderGame)).where(LadderGame.ladder == ladder).order_by(LadderGame.seq.desc()).limit(limit)
+    ).all()
+    return [game_object(g, match_id, base) for g, match_id in rows]
+
+
+def ladder_entries(session: Session, player: str, game: str, board_size: int) -> list[str]:
+    """The ladders of ``game`` and ``board_size`` on which ``player`` (by name) is rated."""
+    prefix = f"{game}{board_size}x{board_size}"
+    rows = session.scalars(
+        sa.select(LadderRating.ladder).where(LadderRating.player == player, LadderRating.ladder.like(f"{prefix}%"))
+    ).all()
+    return [ladder for ladder in rows if ladder == prefix or ladder.startswith(prefix + "-")]

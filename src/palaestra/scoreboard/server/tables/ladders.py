@@ -1,0 +1,71 @@
+"""The ladders' tables (migration ``0006_ladder``), on :mod:`.base`'s ``Base``:
+
+- ``ladder_matches``: an accepted match upload (its ladder, its uploader, its digest: one match per upload);
+- ``ladder_games``: its games, checked by replay, with their record's text (a few kB: kept in the row);
+- ``ladder_ratings``: each ladder's ratings, derived again in the transaction that adds games, so that
+  pages and ``/v1`` read them instead of rating on every request.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Mapped, mapped_column
+
+from palaestra.scoreboard.server.tables.base import Base, utcnow
+
+__all__ = ["LadderGame", "LadderMatch", "LadderRating"]
+
+
+class LadderMatch(Base):
+    __tablename__ = "ladder_matches"
+    __table_args__ = (sa.UniqueConstraint("user_seq", "digest"),)
+
+    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(sa.String(40), unique=True)
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq"), index=True)
+    ladder: Mapped[str] = mapped_column(sa.String(60), index=True)
+    game: Mapped[str] = mapped_column(sa.String(10))
+    board_size: Mapped[int] = mapped_column(sa.Integer)
+    komi: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    players: Mapped[list[Any]] = mapped_column()
+    #: sha256 of the upload (its match document and game texts): the same folder uploaded again by the
+    #: same user is the same match, answered again, never counted twice
+    digest: Mapped[str] = mapped_column(sa.String(64))
+    created: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class LadderGame(Base):
+    __tablename__ = "ladder_games"
+
+    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(sa.String(40), unique=True)
+    match_seq: Mapped[int] = mapped_column(sa.ForeignKey("ladder_matches.seq", ondelete="CASCADE"), index=True)
+    ladder: Mapped[str] = mapped_column(sa.String(60), index=True)
+    number: Mapped[int] = mapped_column(sa.Integer)
+    file_name: Mapped[str] = mapped_column(sa.String(100))
+    black: Mapped[str] = mapped_column(sa.String(100), index=True)
+    white: Mapped[str] = mapped_column(sa.String(100), index=True)
+    winner: Mapped[str | None] = mapped_column(sa.String(5), nullable=True)
+    reason: Mapped[str] = mapped_column(sa.String(20))
+    result: Mapped[str] = mapped_column(sa.String(20))
+    score: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
+    moves: Mapped[list[Any]] = mapped_column()
+    record: Mapped[str] = mapped_column(sa.Text)
+
+
+class LadderRating(Base):
+    __tablename__ = "ladder_ratings"
+    __table_args__ = (sa.PrimaryKeyConstraint("ladder", "player"),)
+
+    ladder: Mapped[str] = mapped_column(sa.String(60))
+    player: Mapped[str] = mapped_column(sa.String(100))
+    rating: Mapped[float] = mapped_column(sa.Float)
+    low: Mapped[float] = mapped_column(sa.Float)
+    high: Mapped[float] = mapped_column(sa.Float)
+    games: Mapped[int] = mapped_column(sa.Integer)
+    points: Mapped[float] = mapped_column(sa.Float)
+    anchored: Mapped[bool] = mapped_column(sa.Boolean)
+    is_anchor: Mapped[bool] = mapped_column(sa.Boolean)
