@@ -24,7 +24,9 @@ SERVER = "palaestra.scoreboard.server"
 #: package; the longest match names a module's floor). A module may import its own floor and those
 #: below. README's layout picture draws the same floors.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("infrastructure", ("core", "problems")),
+    # ladders.work (a process pool and re-rating queue, importing only core.background) is held by the
+    # state (core.state), so it lives on the floor below it
+    ("infrastructure", ("core", "problems", "ladders.work")),
     ("tables", ("tables",)),
     ("running state", ("core.signing", "core.state", "core.deps", "core.answers")),
     ("accounts", ("accounts",)),

@@ -25,7 +25,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoreboardServer]:
+    """A server whose key is an operator's: the tournament's players are the ladders' anchors."""
     started = ScoreboardServer(tmp_path_factory.mktemp("ladder-server")).start()
+    started.api_key = started.create_user("operator", operator=True)
     yield started
     started.stop()
 

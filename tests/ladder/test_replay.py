@@ -103,7 +103,7 @@ def test_hex_records_round_trip_and_replay() -> None:
         ("(;GM[1]SZ[9]RE[what])", "not a result"),
         ("(;GM[1]SZ[9]AB[ee]RE[B+R])", "sets up stones"),
         ("(;GM[2]SZ[9]RE[B+R])", "not Go"),
-        ("(;GM[1]SZ[99]RE[B+R])", "2x2 to 25x25"),
+        ("(;GM[1]SZ[99]RE[B+R])", "2x2 to 19x19"),
         ("(;GM[1]SZ[9])", "no RE"),
     ],
 )

@@ -91,3 +91,26 @@ def test_any_text_is_a_game_or_a_named_error(text: str) -> None:
 def test_written_nodes_always_read_back(nodes: list[dict[str, list[str]]]) -> None:
     text = sgf.dumps(nodes)
     assert sgf.loads(text) == nodes
+
+
+def test_a_utf8_byte_order_mark_before_the_game_is_accepted() -> None:
+    assert sgf.loads(b"\xef\xbb\xbf(;SZ[9];B[ee])") == [{"SZ": ["9"]}, {"B": ["ee"]}]
+    assert sgf.loads("\ufeff(;SZ[9])") == [{"SZ": ["9"]}]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r", "\r\n", "\n\r"])
+def test_a_soft_line_break_is_dropped_whichever_line_break_it_is(newline: str) -> None:
+    # FF[4]: a '\' before a line break (any of the four) joins the lines; the next break is kept
+    assert sgf.loads(f"(;C[one \\{newline}two{newline}three])")[0]["C"] == [f"one two{newline}three"]
+
+
+@pytest.mark.parametrize(("result", "winner"), [("B+", "black"), ("W+", "white")])
+def test_a_result_without_a_score_is_a_win_that_the_board_decides(result: str, winner: str) -> None:
+    # two passes on an empty 9x9 board: white wins by komi; "W+" says so without a count
+    record = from_sgf(f"(;GM[1]FF[4]SZ[9]KM[7.5]PB[a]PW[b]RE[{result}];B[];W[])")
+    assert (record.winner, record.reason, record.score) == (winner, "score", None)
+    if winner == "white":
+        assert replay(record).score == -7.5
+    else:
+        with pytest.raises(GameRejected, match="a win for white"):
+            replay(record)

@@ -92,9 +92,9 @@ class ScoreboardServer:
             raise AssertionError(f"palaestra {' '.join(args)} failed ({result.returncode}):\n{result.stderr}")
         return result
 
-    def create_user(self, name: str, password: str | None = None) -> str:
+    def create_user(self, name: str, password: str | None = None, operator: bool = False) -> str:
         """Create a user directly in the server's database (in this process: fast), with ``password``
-        if given; returns its key."""
+        if given, an operator if ``operator``; returns its key."""
         from palaestra.scoreboard.server.accounts import auth
         from palaestra.scoreboard.server.accounts import sessions as accounts
         from palaestra.scoreboard.server.core.config import resolve_config
@@ -102,7 +102,7 @@ class ScoreboardServer:
 
         db = Database(resolve_config(environ=self.env).database_url)
         try:
-            key = auth.create_user(db, name)[1]
+            key = auth.create_user(db, name, operator=operator)[1]
             if password is not None:
                 accounts.set_password(db, name, password)
             return key

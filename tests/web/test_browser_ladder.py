@@ -18,9 +18,9 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def ladder_game(web_server: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
-    """A 9x9 game between a small MCTS and the random player, uploaded: (its GameObject, its record)."""
+    """A 9x9 game between a small MCTS and the random player (named rnd: "random" is an anchor's name), uploaded: (its GameObject, its record)."""
     folder = tmp_path_factory.mktemp("ladder-web") / "match"
-    play_match(rules_of_env("Go9x9-v0", komi=7.5), parse_player("mcts:5"), parse_player("random"), 1, folder)
+    play_match(rules_of_env("Go9x9-v0", komi=7.5), parse_player("mcts:5"), parse_player("rnd=random"), 1, folder)
     with ScoreboardClient(web_server.url, web_server.api_key) as client:
         match = client.upload_match(folder)
     return match.games[0], match_games(folder)[0][1]
@@ -70,10 +70,10 @@ def test_the_ladder_and_player_pages_show_ratings_and_head_to_head(
     pg.goto(f"{web_server.url}/ladders")
     pg.click(f"text={game.ladder}")
     players = pg.locator("table.ladder-ratings tbody tr td:nth-child(2) a").all_inner_texts()
-    assert sorted(players) == ["mcts:5", "random"]
+    assert sorted(players) == ["mcts:5", "rnd"]
     assert pg.locator("table.head-to-head tbody tr").count() == 2
-    pg.click("table.ladder-ratings >> text=random")
-    assert pg.locator("h1").inner_text() == "random"
+    pg.click("table.ladder-ratings >> text=rnd")
+    assert pg.locator("h1").inner_text() == "rnd"
     assert "1 games" in pg.locator("p.lead").inner_text()
 
 

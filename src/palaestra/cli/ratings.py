@@ -11,9 +11,9 @@ from typing import Any
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "ratings",
-        help="Bradley-Terry ratings, with 95%% bootstrap intervals, of the games in match folders",
-        description="Rate every player of the games in the match folders DIR (Bradley-Terry maximum "
-        "likelihood on the Elo scale, 95%% bootstrap intervals over games), anchored on the first of "
+        help="Bradley-Terry ratings, with 95%% intervals, of the games in match folders",
+        description="Rate every player of the games in the match folders DIR (Bradley-Terry on the Elo "
+        "scale with a weak prior, 95%% Wald intervals), anchored on the first of "
         "gnugo:10 = 1800, gnugo:0 = 1500, mcts:1000 = 1000, random = 0 that played, or on --anchor. "
         "Games of one ladder only: one game and board size (and komi).",
     )

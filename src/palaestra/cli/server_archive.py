@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--include-keys",
         action="store_true",
-        help="export: include the API keys (their hashes: the keys keep working on the imported board)",
+        help="export, import: include the API keys (their hashes: the keys keep working on the imported "
+        "board); without it an import leaves out the keys an export holds",
     )
     parser.add_argument(
         "--expect-head",
@@ -85,7 +86,10 @@ def import_(config: Any, args: argparse.Namespace) -> int:
     from palaestra.scoreboard.server.archive.restore import import_board
 
     report = import_board(
-        config, _folder(args, "import", "the folder of an export"), progress=_progress(args)
+        config,
+        _folder(args, "import", "the folder of an export"),
+        progress=_progress(args),
+        include_keys=args.include_keys,
     )
     print(report.summary() + ".")
     return 0

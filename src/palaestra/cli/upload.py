@@ -246,6 +246,9 @@ def _upload_match(args: argparse.Namespace) -> int:
         print(json.dumps({"id": match.id, "object": match.object, "web_url": match.web_url}))
     else:
         print(f"{len(match.games)} games checked and added to the ladder {match.ladder}")
+        unrated = [game for game in match.games if not game.rated]
+        if unrated:  # stored and shown, but left out of the ratings: say so, with the first reason
+            print(f"{len(unrated)} of them not rated: {unrated[0].unrated_reason}")
         print(match.web_url)
         print(match.id)
     return 0

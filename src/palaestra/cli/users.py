@@ -52,6 +52,12 @@ def register(subparsers: Any) -> None:
         "user sets their password",
     )
     create.add_argument(
+        "--operator",
+        action="store_true",
+        help="make the user an operator: its keys may upload games of the ladders' anchor players "
+        "(gnugo:10, random, ...), which other users' uploads may not name",
+    )
+    create.add_argument(
         "--public-url",
         help="the server's address in the invite link (env PALAESTRA_PUBLIC_URL; default "
         "http://127.0.0.1:8000)",
@@ -83,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.users_command == "create":
             password = _read_password(args) if args.password or args.password_stdin else None
-            key_id, key = auth.create_user(db, args.name)
+            key_id, key = auth.create_user(db, args.name, operator=args.operator)
             if password is not None:
                 accounts.set_password(db, args.name.strip(), password)
                 print(f"Set the password of {args.name}: sign in at {_base_url(config)}/login.")
@@ -92,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
                 days = config.invite_ttl_s / 86400
                 print(f"Invite link for {args.name} (works once, for {days:g} days; the user sets a password there):")
                 print(f"  {_base_url(config)}/invite/{token}")
+            if args.operator:
+                print(f"{args.name} is an operator: its keys may upload the ladders' anchor games.")
             print(f"Created API key {key_id} for user {args.name}. Keep it secret; it is not shown again.")
             print("Use it with: export PALAESTRA_API_KEY=... (or OPENAI_GYM_API_KEY for gym.upload)")
             print(key)

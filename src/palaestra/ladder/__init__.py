@@ -5,5 +5,6 @@
 * :mod:`~palaestra.ladder.sgf` and :mod:`~palaestra.ladder.records`: the game records (SGF for Go,
   JSON for Hex);
 * :mod:`~palaestra.ladder.replay`: a recorded game checked against the rules;
-* :mod:`~palaestra.ladder.ratings`: Bradley-Terry ratings with bootstrap intervals, anchored.
+* :mod:`~palaestra.ladder.rated`: which checked games count for the ratings, and a game's content digest;
+* :mod:`~palaestra.ladder.ratings`: Bradley-Terry ratings with calibrated 95 % intervals, anchored.
 """

@@ -4,6 +4,9 @@ The anchor players of a ladder (:data:`CALIBRATION_PLAYERS`) are the built-in op
 GTP engines that are installed; ``palaestra anchors ENV_ID`` plays a round robin of matches between
 them into one folder per pair, which ``palaestra upload`` sends and ``palaestra ratings`` rates.
 The ratings' anchor (:data:`palaestra.ladder.ratings.DEFAULT_ANCHORS`) is among them.
+
+Their names are reserved on a scoreboard (:func:`is_reserved_player`): a rating is only as good as
+its anchor, so only the server's operator uploads games that name them.
 """
 
 from __future__ import annotations
@@ -17,14 +20,27 @@ from palaestra.envs.board.gtp import find_binary
 from palaestra.errors import DependencyNotInstalled
 from palaestra.ladder.match import DEFAULT_MOVE_TIME, GameSummary, MatchRules, play_match
 from palaestra.ladder.players import parse_player
+from palaestra.ladder.ratings import DEFAULT_ANCHORS
 
-__all__ = ["CALIBRATION_PLAYERS", "calibration_players", "play_anchors"]
+__all__ = ["CALIBRATION_PLAYERS", "RESERVED_PLAYERS", "calibration_players", "is_reserved_player", "play_anchors"]
 
 #: Per game, the players of the calibration round robin, weakest first.
 CALIBRATION_PLAYERS = {
     "Go": ("random", "mcts:100", "gnugo:0", "gnugo:10"),
     "Hex": ("random", "mcts:100", "mcts:1000"),
 }
+
+#: The player names only an operator uploads games of: the ratings' anchors, the calibration
+#: players, and the short specs that stand for them (``gnugo`` is ``gnugo:10``, ``mcts`` is ``mcts:1000``).
+RESERVED_PLAYERS = frozenset(
+    {name for name, _ in DEFAULT_ANCHORS} | {p for players in CALIBRATION_PLAYERS.values() for p in players}
+    | {"gnugo", "mcts"}
+)
+
+
+def is_reserved_player(name: str) -> bool:
+    """Whether ``name`` is an anchor's (or calibration player's) name, in any letter case."""
+    return name.strip().lower() in RESERVED_PLAYERS
 
 
 def calibration_players(game: str, players: tuple[str, ...] | None = None) -> list[str]:

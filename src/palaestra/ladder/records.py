@@ -152,11 +152,14 @@ def _parse_result(text: str) -> tuple[str | None, str, float | None]:
     match = _RE_SCORE.match(word)
     if match:
         return ("black" if match.group(1) == "B" else "white"), "score", float(match.group(2))
-    side, _, code = word.partition("+")
+    side, plus, code = word.partition("+")
+    if side in ("B", "W") and plus and not code:  # FF[4]: a win "without a score", the board decides
+        return ("black" if side == "B" else "white"), "score", None
     if side in ("B", "W") and code in _RE_REASONS:
         return ("black" if side == "B" else "white"), _RE_REASONS[code], None
     raise RecordError(
-        f"RE[{text}] is not a result palaestra reads: B+3.5, W+R (resignation), B+T (time), B+F (forfeit) or 0"
+        f"RE[{text}] is not a result palaestra reads: B+3.5, B+ (no score), W+R (resignation), B+T (time), "
+        "B+F (forfeit) or 0"
     )
 
 
@@ -171,14 +174,14 @@ def from_sgf(data: str | bytes) -> GameRecord:
         komi = float(_one(root, "KM", "0"))
     except ValueError as exc:
         raise RecordError(f"SZ or KM is not a number: {exc}") from None
-    if not 2 <= size <= 25:
-        raise RecordError(f"SZ[{size}]: palaestra plays Go from 2x2 to 25x25")
+    if not 2 <= size <= 19:  # OpenSpiel's Go rules play up to 19x19
+        raise RecordError(f"SZ[{size}]: palaestra plays Go from 2x2 to 19x19")
     for setup in ("AB", "AW", "AE", "HA"):
         if setup in root:
             raise RecordError(f"The SGF root sets up stones ({setup}); ladder games start on an empty board")
     winner, reason, score = _parse_result(_one(root, "RE"))
-    if reason == "score":
-        score = score if winner == "black" else -(score or 0.0)
+    if reason == "score" and score is not None:
+        score = score if winner == "black" else -score
     moves: list[str] = []
     for index, node in enumerate(nodes[1:], start=1):
         color = "B" if len(moves) % 2 == 0 else "W"

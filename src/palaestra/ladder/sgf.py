@@ -3,7 +3,8 @@
 * :func:`dumps` writes one game, a main line of nodes, each a mapping of property to values.
 * :func:`loads` reads SGF from untrusted hands (the scoreboard parses uploads with it):
 
-  - at most :data:`MAX_BYTES` of UTF-8 text and :data:`MAX_NODES` nodes;
+  - at most :data:`MAX_BYTES` of UTF-8 text (a byte-order mark first is allowed, as editors on
+    Windows write it) and :data:`MAX_NODES` nodes;
   - one game per file (a collection of several games is refused);
   - variations are **refused**: a ladder game is one line of moves. Nested trees that each hold a
     single child (some editors write the main line so) are read as that line, up to
@@ -65,7 +66,7 @@ def loads(data: str | bytes, max_bytes: int = MAX_BYTES, max_nodes: int = MAX_NO
         text = data
         if len(text.encode("utf-8")) > max_bytes:
             raise SGFError(f"The SGF is over {max_bytes} bytes; at most {max_bytes} are accepted")
-    return _Parser(text, max_nodes).game()
+    return _Parser(text.removeprefix("\ufeff"), max_nodes).game()
 
 
 class _Parser:
@@ -163,9 +164,14 @@ class _Parser:
                 if escape + 1 >= len(text):
                     raise self.fail("a '\\' at the end of the text")
                 following = text[escape + 1]
-                if following != "\n":  # an escaped line break is a soft break: dropped
-                    parts.append(following)
                 self.at = escape + 2
+                if following in "\r\n":  # an escaped line break is a soft break: dropped, whichever
+                    # of FF[4]'s four line breaks it is (\n, \r, \r\n, \n\r)
+                    pair = text[self.at : self.at + 1]
+                    if pair and pair in "\r\n" and pair != following:
+                        self.at += 1
+                else:
+                    parts.append(following)
                 continue
             parts.append(text[self.at : end])
             self.at = end + 1

@@ -4,7 +4,8 @@
   code at the first ``reset``, notes the seed of every ``reset`` and writes
   ``openaigym.provenance.{infix}.json`` (see :func:`palaestra.monitoring.files.provenance_name`),
   a name gym 0.9.4's ``load_results`` never reads (it reads only ``openaigym.manifest.*``).
-* :func:`redact_argv` -- a command line with keys, tokens and passwords replaced by ``[REDACTED]``.
+* :func:`redact_argv` -- a command line with keys, tokens and passwords replaced by ``[REDACTED]``
+  (:mod:`palaestra.monitoring.redaction`, re-exported here).
 * :func:`load_provenance` -- the provenance of a training directory, as the upload client sends it.
 
 What is recorded, and why, is in docs/provenance.md. Nothing here reads environment variables'
@@ -20,16 +21,16 @@ import inspect
 import logging
 import os
 import platform
-import re
 import socket
 import subprocess
 import sys
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
 from palaestra._version import __version__
 from palaestra.monitoring import files
+from palaestra.monitoring.redaction import REDACTED, redact_argv, redact_text, redact_word, secret_entry
 
 __all__ = [
     "FORMAT_VERSION",
@@ -50,7 +51,6 @@ MAX_SEEDS = 1000
 #: The sections a user may leave out with ``Monitor(..., provenance_omit=[...])``; a dotted name
 #: (``"system.host"``) leaves out one field of a section.
 OMITTABLE = ("git", "command", "system", "packages", "env", "seeds", "config")
-REDACTED = "[REDACTED]"
 
 #: Modules whose versions matter to a result, and the distribution each comes from. Only those
 #: already imported by the run are recorded: importing one to ask its version would cost seconds
@@ -79,69 +79,24 @@ PACKAGES = {
     "envpool": "envpool",
 }
 
-# -- redaction -------------------------------------------------------------------------------------
-
-#: Option names whose value is a secret (``--api-key X``, ``--wandb-key=X``, ``--password X``).
-_SECRET_OPTION = re.compile(r"^--?[\w.-]*(key|token|secret|passw(or)?d|passwd|credential|auth)[\w.-]*$", re.I)
-#: Values that look like keys or tokens wherever they appear: palaestra's (``pal_``), Hugging Face's
-#: (``hf_``), OpenAI's and Stripe's (``sk-``, ``sk_``), GitHub's, GitLab's, Slack's, AWS access keys.
-_SECRET_VALUE = re.compile(
-    r"(pal_[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|sk[-_][A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{16,}"
-    r"|github_pat_[A-Za-z0-9_]{16,}|glpat-[A-Za-z0-9_-]{16,}|xox[abposr]-[A-Za-z0-9-]{8,}|AKIA[0-9A-Z]{16})"
-)
-#: ``scheme://user:password@host``: the password.
-_URL_PASSWORD = re.compile(r"(://[^/\s:@]+:)[^/\s@]+@")
-_SECRET_KEY_NAME = re.compile(r"(key|token|secret|passw(or)?d|passwd|credential)", re.I)
-
-
-def redact_text(text: str) -> str:
-    """``text`` with every key- or token-like value and every URL password replaced."""
-    return _URL_PASSWORD.sub(rf"\1{REDACTED}@", _SECRET_VALUE.sub(REDACTED, text))
-
-
-def redact_argv(argv: Iterable[str]) -> list[str]:
-    """The command line with secrets replaced: the value of an option named like a key
-    (``--api-key X``, ``--wandb-key=X``), and anything that looks like a token (``pal_…``, ``hf_…``,
-    ``sk-…``, ``ghp_…``, ``AKIA…``) or a URL's password."""
-    redacted: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            redacted.append(REDACTED)
-            hide_next = False
-            continue
-        name, equals, _ = arg.partition("=")
-        if _SECRET_OPTION.match(name):
-            if equals:
-                redacted.append(f"{name}={REDACTED}")
-            else:
-                redacted.append(arg)
-                hide_next = True
-            continue
-        redacted.append(redact_text(arg))
-    return redacted
-
+# -- redaction: palaestra.monitoring.redaction (the scoreboard runs the same on what it receives) ---------
 
 # -- JSON-safe values ------------------------------------------------------------------------------
 
 
 def json_safe(value: Any, depth: int = 0) -> Any:
     """``value`` as JSON: numbers, strings, lists and string-keyed objects as they are (numpy
-    scalars as numbers), anything else as its ``repr``; strings redacted, keys named like secrets
+    scalars as numbers), anything else as its ``repr``; strings redacted, entries named like secrets
     hidden, nesting cut at eight levels (what the scoreboard accepts)."""
     if value is None or isinstance(value, (bool, int, str)):
-        return redact_text(value) if isinstance(value, str) else value
+        return redact_word(value) if isinstance(value, str) else value
     if isinstance(value, float):
         return value if value == value and abs(value) != float("inf") else repr(value)
     if depth >= 8:
         return redact_text(repr(value))[:200]
     if isinstance(value, Mapping):
-        return {
-            str(k): REDACTED
-            if _SECRET_KEY_NAME.search(str(k)) and isinstance(v, str)
-            else json_safe(v, depth + 1)
-            for k, v in value.items()
-        }
+        safe = {str(k): json_safe(v, depth + 1) for k, v in value.items()}
+        return {k: REDACTED if secret_entry(k, v) else v for k, v in safe.items()}
     if isinstance(value, (list, tuple)):
         return [json_safe(v, depth + 1) for v in value]
     item = getattr(value, "item", None)  # numpy scalars
@@ -165,14 +120,32 @@ def _git(args: list[str], cwd: str) -> bytes | None:
     return done.stdout if done.returncode == 0 else None
 
 
-def git_state(where: str) -> dict[str, Any] | None:
+def _pathspec(where: str, exclude: str | None) -> list[str]:
+    """The whole work tree (``:/``), less ``exclude`` when it lies inside it (git refuses a path
+    outside the repository, which would read as a clean tree)."""
+    if exclude is None:
+        return []
+    top = _git(["rev-parse", "--show-toplevel"], where)
+    if top is None:
+        return []
+    top_path, excluded = os.path.realpath(top.decode().strip()), os.path.realpath(exclude)
+    if os.path.commonpath([top_path, excluded]) != top_path or excluded == top_path:
+        return []
+    return ["--", ":/", f":(exclude){excluded}"]
+
+
+def git_state(where: str, exclude: str | None = None) -> dict[str, Any] | None:
     """The commit checked out around ``where``, whether the tree differs from it and a hash of the
-    difference (tracked changes and the names of untracked files); None outside a git repository."""
+    difference (tracked changes and the names of untracked files); None outside a git repository.
+
+    ``exclude``: a folder left out of the comparison, the Monitor's own output folder: the files it
+    writes while the run goes are not a change of the code that ran."""
     commit = _git(["rev-parse", "HEAD"], where)
     if commit is None:
         return None
-    status = _git(["status", "--porcelain", "--untracked-files=normal"], where) or b""
-    diff = _git(["diff", "HEAD", "--binary"], where) or b""
+    pathspec = _pathspec(where, exclude)
+    status = _git(["status", "--porcelain", "--untracked-files=normal", *pathspec], where) or b""
+    diff = _git(["diff", "HEAD", "--binary", *pathspec], where) or b""
     untracked = b"\n".join(line for line in status.splitlines() if line.startswith(b"??"))
     state: dict[str, Any] = {"commit": commit.decode().strip(), "dirty": bool(status.strip())}
     if state["dirty"]:
@@ -391,6 +364,7 @@ class ProvenanceRecorder:
         if config is not None and not isinstance(config, Mapping):
             raise TypeError(f"config must be a mapping of settings to values, not {type(config).__name__}")
         self.path = os.path.join(directory, files.provenance_name(infix))
+        self._directory = directory
         self.omit = _check_omit(omit)
         self._env, self._spec, self._num_envs, self._env_id = env, spec, num_envs, env_id
         self._config = json_safe(dict(config)) if config is not None else None
@@ -432,7 +406,7 @@ class ProvenanceRecorder:
     def _probe(self) -> dict[str, Any]:
         script = _entry_script()
         sections: dict[str, Any] = {
-            "git": lambda: git_state(os.path.dirname(script) if script else os.getcwd()),
+            "git": lambda: git_state(os.path.dirname(script) if script else os.getcwd(), self._directory),
             "command": command_line,
             "system": system_description,
             "packages": package_versions,

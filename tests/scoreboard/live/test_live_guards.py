@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
+from palaestra.scoreboard.protocol.common import MAX_EPISODE_LENGTH
 from palaestra.scoreboard.protocol.live import MAX_CHUNK_EPISODES
 from tests.scoreboard.server_helpers import ScoreboardServer
 
@@ -101,7 +102,7 @@ def test_a_chunk_of_the_protocols_most_episodes_in_their_longest_spelling_is_acc
         "start": 0,
         "initial_reset_timestamp": -1.2345678901234567e-300,
         "timestamps": [-1.2345678901234567e-300 + i * 1e-310 for i in range(n)],
-        "episode_lengths": [2**62 // n] * n,
+        "episode_lengths": [MAX_EPISODE_LENGTH] * n,
         "episode_rewards": [-1.2345678901234567e-300] * n,
         "episode_types": ["e"] * n,
         "episode_truncated": [False] * n,
@@ -122,7 +123,7 @@ def test_the_followers_chunks_and_the_protocols_largest_fit_the_body_cap_however
     for n in (CHUNK_EPISODES, MAX_CHUNK_EPISODES):
         chunk = LiveChunk(
             source="m" * 300, start=2**62, initial_reset_timestamp=longest, timestamps=[longest] * n,
-            episode_lengths=[2**63 - 1] * n, episode_rewards=[longest] * n, episode_types=["e"] * n,
+            episode_lengths=[MAX_EPISODE_LENGTH] * n, episode_rewards=[longest] * n, episode_types=["e"] * n,
             episode_truncated=[False] * n,
         )  # fmt: skip
         body = json.dumps(chunk.model_dump(mode="json", exclude_none=True)).encode()  # as the client sends it

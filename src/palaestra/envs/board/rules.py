@@ -212,8 +212,8 @@ class GoGame(BoardGame):
     kind = "Go"
 
     def __init__(self, board_size: int = 9, komi: float = 7.5, max_moves: int | None = None) -> None:
-        if not isinstance(board_size, int) or not 2 <= board_size <= 25:
-            raise Error(f"board_size must be an int from 2 to 25 for Go, not {board_size!r}")
+        if not isinstance(board_size, int) or not 2 <= board_size <= 19:  # OpenSpiel's Go stops at 19x19
+            raise Error(f"board_size must be an int from 2 to 19 for Go, not {board_size!r}")
         if not math.isfinite(float(komi)):
             raise Error(f"komi must be a finite number, not {komi!r}")
         n = board_size

@@ -18,7 +18,7 @@ Conventions of the 2017 protocol kept here:
 
 The episode-batch document (what is uploaded for ``purpose="episode_batch"``) is validated by
 :func:`parse_episode_batch` on both sides: equal-length arrays, finite numbers, types ``t``/``e``,
-and size caps.
+integers that are JSON integers (never a string or a boolean) within their bounds, and size caps.
 
 The package is the contract's one home, in four rooms (import from the package):
 
@@ -43,7 +43,9 @@ from palaestra.scoreboard.protocol.common import (
     MAX_ARCHIVE_MEMBER_BYTES,
     MAX_ARCHIVE_MEMBERS,
     MAX_DATA_SOURCES,
+    MAX_ENV_INDEX,
     MAX_EPISODE_BATCH_BYTES,
+    MAX_EPISODE_LENGTH,
     MAX_EPISODES,
     MAX_ID_LENGTH,
     MAX_JSON_DEPTH,
@@ -56,6 +58,7 @@ from palaestra.scoreboard.protocol.common import (
     VIDEO_ARCHIVE_MANIFEST,
     VIDEO_CONTENT_TYPES,
     BenchmarkRunStatus,
+    EpisodeLength,
     EpisodeType,
     ErrorBody,
     FilePurpose,
@@ -121,8 +124,10 @@ __all__ = [
     "MAX_ARCHIVE_MEMBERS",
     "MAX_ARCHIVE_MEMBER_BYTES",
     "MAX_DATA_SOURCES",
+    "MAX_ENV_INDEX",
     "MAX_EPISODES",
     "MAX_EPISODE_BATCH_BYTES",
+    "MAX_EPISODE_LENGTH",
     "MAX_ID_LENGTH",
     "MAX_JSON_DEPTH",
     "MAX_PAGE_SIZE",
@@ -144,6 +149,7 @@ __all__ = [
     "EnvObject",
     "EpisodeBatch",
     "EpisodeBatchError",
+    "EpisodeLength",
     "EpisodeType",
     "ErrorBody",
     "EvaluationCreate",

@@ -32,6 +32,12 @@ MAX_ARCHIVE_MEMBERS = 2 * MAX_VIDEOS + 1
 MAX_EPISODES = 1_000_000
 #: At most this many data sources (merged stats files) in one episode batch.
 MAX_DATA_SOURCES = 10_000
+#: The longest episode an episode batch may record, in steps: a trillion is far beyond any run, and
+#: :data:`MAX_EPISODES` of them still sum to less than 2**63 (the 64-bit columns a board keeps steps in;
+#: 2**63 itself was a 500 on SQLite).
+MAX_EPISODE_LENGTH = 10**12
+#: The highest sub-environment index of a vector run's ``env_index`` (a 32-bit count of sub-environments).
+MAX_ENV_INDEX = 2**31 - 1
 #: Default upload size caps (a server may be configured lower or higher; it answers 413 above them).
 MAX_EPISODE_BATCH_BYTES = 64 * 1024 * 1024
 MAX_VIDEO_ARCHIVE_BYTES = 256 * 1024 * 1024
@@ -73,8 +79,12 @@ FileStatus = Literal["pending", "uploaded"]
 BenchmarkRunStatus = Literal["open", "committed"]
 EpisodeType = Literal["t", "e"]
 
-FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
-NonNegativeInt = Annotated[int, Field(ge=0)]
+# Strict: a JSON string ("5") or boolean (true) is not a number on the wire, although pydantic's lax
+# mode would turn it into one; an integer is a float (JSON does not tell 1 from 1.0).
+FiniteFloat = Annotated[float, Field(strict=True, allow_inf_nan=False)]
+NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
+#: An episode's length in steps: a JSON integer, not a string, boolean or 5.0, from 0 to :data:`MAX_EPISODE_LENGTH`.
+EpisodeLength = Annotated[int, Field(strict=True, ge=0, le=MAX_EPISODE_LENGTH)]
 #: A moment on the wire: ISO 8601 with the offset written out (``...+00:00``), as the server has always
 #: sent it (pydantic alone would write ``Z``, which ``datetime.fromisoformat`` before Python 3.11 refuses).
 Timestamp = Annotated[datetime, PlainSerializer(lambda moment: moment.isoformat(), when_used="json")]

@@ -4,13 +4,15 @@ validator that client and server both run."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from palaestra.monitoring.files import VIDEO_META_NAME_RE, VIDEO_NAME_RE
 from palaestra.scoreboard.protocol.common import (
     MAX_DATA_SOURCES,
+    MAX_ENV_INDEX,
     MAX_EPISODE_BATCH_BYTES,
     MAX_EPISODES,
     MAX_ID_LENGTH,
@@ -18,6 +20,7 @@ from palaestra.scoreboard.protocol.common import (
     NO_PARAM,
     VIDEO_ARCHIVE_MANIFEST,
     VIDEO_CONTENT_TYPES,
+    EpisodeLength,
     EpisodeType,
     FiniteFloat,
     NonNegativeInt,
@@ -45,13 +48,13 @@ class EpisodeBatch(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    data_sources: list[NonNegativeInt] | None = None
-    episode_lengths: list[NonNegativeInt]
+    data_sources: list[Annotated[NonNegativeInt, Field(lt=MAX_DATA_SOURCES)]] | None = None
+    episode_lengths: list[EpisodeLength]
     episode_rewards: list[FiniteFloat]
     episode_types: list[EpisodeType] | None = None
     initial_reset_timestamps: list[FiniteFloat | None] = Field(default_factory=list)
     timestamps: list[FiniteFloat]
-    env_index: list[NonNegativeInt] | None = None
+    env_index: list[Annotated[NonNegativeInt, Field(le=MAX_ENV_INDEX)]] | None = None
     # enriched form
     env_id: str | None = Field(default=None, max_length=MAX_ID_LENGTH)
     initial_reset_timestamp: FiniteFloat | None = None
@@ -151,7 +154,8 @@ def parse_episode_batch(
         field = _error_field(tuple(err["loc"]))
         where = ".".join(str(p) for p in err["loc"])
         value = err.get("input")
-        shown = "" if isinstance(value, dict | list) else f" (got {value!r})"
+        # as JSON wrote it: a string "5" and true are not the numbers 5 and 1 they look like in Python
+        shown = "" if isinstance(value, dict | list) else f" (got {json.dumps(value)})"
         raise EpisodeBatchError(f"episode batch field {where}: {err['msg']}{shown}", field) from None
 
 

@@ -64,6 +64,8 @@ class GameObject(Response):
     moves: list[str]
     record_url: str
     web_url: str
+    rated: bool = Field(True, description="whether the game counts for the ladder's ratings")
+    unrated_reason: str | None = Field(None, description="why it does not count (too short, a copy of a rated game)")
 
 
 class MatchObject(Response):
@@ -93,7 +95,8 @@ class RatingsObject(Response):
     object: Literal["ladder_ratings"] = "ladder_ratings"
     ladder: str
     anchor: str | None
-    games: int
+    games: int = Field(description="the games the ratings are derived from")
+    unrated_games: int = Field(0, description="the ladder's games stored but not rated (each game says why)")
     ratings: list[RatingObject]
 
 

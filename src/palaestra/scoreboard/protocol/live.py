@@ -28,6 +28,7 @@ from pydantic import Field, model_validator
 from palaestra.scoreboard.protocol import (
     MAX_ID_LENGTH,
     AlgorithmRef,
+    EpisodeLength,
     EpisodeType,
     FiniteFloat,
     Request,
@@ -100,7 +101,7 @@ class LiveChunk(Request):
     start: int = Field(ge=0)
     initial_reset_timestamp: FiniteFloat | None = None
     timestamps: list[FiniteFloat]
-    episode_lengths: list[int]
+    episode_lengths: list[EpisodeLength]
     episode_rewards: list[FiniteFloat]
     episode_types: list[EpisodeType] | None = None
     episode_truncated: list[bool] | None = None

@@ -323,14 +323,20 @@ class LogEntryObject(Response):
     """``GET /v1/log``: one entry of the hash chain of scores (``docs/archive.md``).
 
     ``entry_sha256`` is the sha256 of the canonical JSON of ``seq``, ``kind``, ``record_id``,
-    ``record_sha256``, ``blobs`` (key and sha256), ``previous_sha256`` and ``created``;
-    ``record`` is the record's canonical document as the board holds it now (None: it is gone), which
-    hashes to ``record_sha256`` unless it was changed after it was scored.
+    ``record_sha256``, ``blobs`` (key and sha256), ``previous_sha256``, ``created`` and, from version
+    2 on, ``version`` and ``fields``; ``record`` is the record's canonical document of that version as the board holds
+    it now (None: it is gone), which hashes to ``record_sha256`` unless it was changed after it was
+    scored (for ``ladder_ratings``, logged at each rating, only a ladder's latest entry is held to it).
     """
 
     object: Literal["log_entry"] = "log_entry"
     seq: int
-    kind: Literal["evaluation", "benchmark_run"]
+    kind: Literal["evaluation", "benchmark_run", "ladder_match", "ladder_ratings"]
+    #: which documents the entry covers (1: before schema revision 0013_score_log_coverage)
+    version: int = 1
+    #: version 2: ``{field: sha256}`` of the record's document when it was logged (hashed into
+    #: ``entry_sha256``), so that a verifier names the fields changed since
+    fields: dict[str, str] | None = None
     record_id: str
     record_sha256: str
     blobs: list[LogBlob] = Field(default_factory=list)

@@ -6,7 +6,8 @@
   :data:`MAX_PROVENANCE_DEPTH` levels deep, before the schema runs.
 
 The server treats all of it as untrusted text: a malformed document is a 400 naming the field
-(``provenance.git.commit``), and the pages escape every value.
+(``provenance.git.commit``), the pages escape every value, and secrets are redacted again
+(:func:`redact_provenance`) whatever the uploader did.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from palaestra.monitoring.provenance import MAX_SEEDS
+from palaestra.monitoring.redaction import redact_argv, redact_value, redact_word
 
 __all__ = [
     "MAX_PROVENANCE_BYTES",
@@ -24,6 +26,7 @@ __all__ = [
     "Provenance",
     "check_provenance_size",
     "json_depth",
+    "redact_provenance",
 ]
 
 #: The largest provenance document accepted, as compact JSON.
@@ -111,7 +114,28 @@ class Provenance(_Strict):
     @classmethod
     def _bounded(cls, value: Any) -> Any:
         check_provenance_size(value)
-        return value
+        return redact_provenance(value)
+
+
+def redact_provenance(document: Any) -> Any:
+    """``document`` with its secrets replaced (:mod:`palaestra.monitoring.redaction`): the command
+    line as a command line (``--passphrase X`` hides the next argument), then every value. Run by
+    the schema, so on both sides: ``palaestra upload`` (and ``--dry-run``) sends what it shows, and
+    the server, trusting no uploader's redaction, stores and shows only what passed through it."""
+    if not isinstance(document, dict):
+        return document
+    command = document.get("command")
+    argv = command.get("argv") if isinstance(command, dict) else None
+    if isinstance(command, dict) and isinstance(argv, list) and all(isinstance(arg, str) for arg in argv):
+        document = {**document, "command": {**command, "argv": redact_argv(argv)}}
+    packages = document.get("packages")
+    redacted = redact_value({k: v for k, v in document.items() if k != "packages"})
+    if isinstance(packages, dict):
+        # distribution names are not settings: google-auth's version is no secret (its value's shape still counts)
+        redacted["packages"] = {k: redact_word(v) if isinstance(v, str) else v for k, v in packages.items()}
+    elif "packages" in document:
+        redacted["packages"] = packages
+    return redacted
 
 
 def json_depth(value: Any, limit: int) -> int:

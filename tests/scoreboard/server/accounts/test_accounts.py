@@ -16,13 +16,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from palaestra.scoreboard.server.accounts import rate_limits
 from palaestra.scoreboard.server.accounts import sessions as accounts
 from palaestra.scoreboard.server.core.config import resolve_config
 from palaestra.scoreboard.server.core.state import open_database
 from palaestra.scoreboard.server.web import account_routes
 from tests.scoreboard.server_helpers import ScoreboardServer, error_of, form_token, signed_in_client
-from tests.server_process import FakeClock, InProcessServer
+from tests.server_process import InProcessServer
 
 PASSWORD = "correct horse battery"
 
@@ -357,40 +356,5 @@ def test_users_create_password_asks_twice_at_a_hidden_prompt(tmp_path: Path) -> 
     db = open_database(resolve_config(data_dir=data_dir, environ={}), migrate_now=False)
     try:
         assert accounts.authenticate(db, "typist", PASSWORD) is not None
-    finally:
-        db.dispose()
-
-
-def test_ten_failed_sign_ins_hold_the_name_back_even_with_the_right_password(
-    scoreboard_server: ScoreboardServer,
-) -> None:
-    name, other = _name("g"), _name("o")
-    scoreboard_server.create_user(name, PASSWORD)
-    scoreboard_server.create_user(other, PASSWORD)
-    with httpx.Client(base_url=scoreboard_server.url) as c:
-        for _ in range(rate_limits.MAX_FAILED_SIGN_INS):
-            assert _sign_in(c, name, "a wrong guess").status_code == 401
-        held = _sign_in(c, name, PASSWORD)
-        assert held.status_code == 429 and "Too many failed sign-ins" in held.text
-        assert int(held.headers["Retry-After"]) > 0
-        assert _sign_in(c, other, PASSWORD).status_code == 303, "other names are not held back"
-
-
-def test_failed_sign_ins_are_counted_in_the_database_per_window(tmp_path: Path) -> None:
-    """Every server process on one database sees the same count; a success clears it; a new window forgets."""
-    db = open_database(resolve_config(data_dir=tmp_path, environ={}), migrate_now=True)
-    try:
-        clock = FakeClock()
-        rate_limits.note_failed_sign_in(db, "Ada", window_s=60, clock=clock)
-        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=60, clock=clock) == 0
-        rate_limits.note_failed_sign_in(db, "ada", window_s=60, clock=clock)
-        wait = rate_limits.sign_in_wait(db, "ADA", limit=2, window_s=60, clock=clock)
-        assert 0 < wait <= 60
-        clock.advance(wait)
-        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=60, clock=clock) == 0, "a new window forgets"
-        rate_limits.note_failed_sign_in(db, "ada", window_s=3600)
-        rate_limits.clear_failed_sign_ins(db, "ada")
-        rate_limits.note_failed_sign_in(db, "ada", window_s=3600)
-        assert rate_limits.sign_in_wait(db, "ada", limit=2, window_s=3600) == 0, "a success starts afresh"
     finally:
         db.dispose()

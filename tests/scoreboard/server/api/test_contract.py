@@ -63,12 +63,13 @@ class Contract:
 
 
 def _ladder_routes(api: Contract, folder: Path) -> None:
-    """The ladder routes, with a quick Hex match (random against a small MCTS)."""
+    """The ladder routes, with a quick Hex match (a random player against a small MCTS; both named by
+    the user: the built-in players' own names are the anchors', reserved to operators)."""
     from palaestra.ladder.match import MatchRules, play_match, read_match
     from palaestra.ladder.players import parse_player
     from palaestra.scoreboard.protocol import ladder as lp
 
-    play_match(MatchRules("Hex9x9-v0", "Hex", 9), parse_player("mcts:5"), parse_player("random"), 2, folder / "m")
+    play_match(MatchRules("Hex9x9-v0", "Hex", 9), parse_player("small=mcts:5"), parse_player("rnd=random"), 2, folder / "m")
     document = read_match(folder / "m")
     games = {g["file"]: (folder / "m" / g["file"]).read_text() for g in document["games"]}
     match = api.call("POST", "/v1/ladder_matches", lp.MatchObject, 201, json={"match": document, "games": games})
@@ -81,7 +82,7 @@ def _ladder_routes(api: Contract, folder: Path) -> None:
     api.call("GET", "/v1/ladders", protocol.ListPage[lp.LadderObject])
     ladder = {"ladder": match["ladder"]}
     api.call("GET", "/v1/ladders/{ladder}/ratings", lp.RatingsObject, path=ladder)
-    api.call("GET", "/v1/ladders/{ladder}/players/{name}", lp.PlayerObject, path={**ladder, "name": "random"})
+    api.call("GET", "/v1/ladders/{ladder}/players/{name}", lp.PlayerObject, path={**ladder, "name": "rnd"})
 
 
 def _agent_routes(api: Contract, folder: Path) -> None:

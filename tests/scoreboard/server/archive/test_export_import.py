@@ -44,7 +44,7 @@ def test_a_sqlite_board_imported_into_postgresql_and_s3_answers_every_get_and_pa
 
     storage, s3_env = s3_storage
     env = {**board_env(old.env, tmp_path / "new-data", postgres_url, storage), **s3_env}
-    imported = palaestra(env, "server", "import", str(dest))
+    imported = palaestra(env, "server", "import", str(dest), "--include-keys")
     assert imported.returncode == 0, imported.stderr
     assert "Imported" in imported.stdout and "evaluations" in imported.stdout
 

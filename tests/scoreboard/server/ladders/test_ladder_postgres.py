@@ -16,7 +16,7 @@ from palaestra.scoreboard.client import ScoreboardClient
 @pytest.mark.slow
 def test_postgresql_stores_and_rates_a_match(scoreboard_factory: Any, postgres_url: str, tmp_path: Path) -> None:
     folder = tmp_path / "match"
-    play_match(rules_of_env("Go9x9-v0", komi=7.5), parse_player("mcts:5"), parse_player("random"), 2, folder)
+    play_match(rules_of_env("Go9x9-v0", komi=7.5), parse_player("mcts:5"), parse_player("rnd=random"), 2, folder)
     server = scoreboard_factory(database_url=postgres_url)
     with ScoreboardClient(server.url, server.api_key) as client:
         match = client.upload_match(folder)
@@ -24,7 +24,7 @@ def test_postgresql_stores_and_rates_a_match(scoreboard_factory: Any, postgres_u
     assert again.id == match.id and len(match.games) == 2
     with server.client() as http:
         ratings = http.get(f"/v1/ladders/{match.ladder}/ratings").json()
-        player = http.get(f"/v1/ladders/{match.ladder}/players/random").json()
+        player = http.get(f"/v1/ladders/{match.ladder}/players/rnd").json()
     assert ratings["games"] == 2
     assert sorted(r["player"] for r in ratings["ratings"]) == sorted(p["name"] for p in read_match(folder)["players"])
     assert player["head_to_head"]["mcts:5"]["games"] == 2

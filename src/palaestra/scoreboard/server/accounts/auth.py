@@ -36,6 +36,8 @@ class Principal:
     user_seq: int
     user_name: str
     key_id: str
+    #: the user is an operator (uploads the ladders' anchor games)
+    operator: bool = False
 
 
 def hash_key(key: str) -> str:
@@ -68,8 +70,9 @@ def _new_key(session: Session, user_seq: int) -> tuple[str, str]:
     return key_id, key
 
 
-def create_user(db: Database, name: str) -> tuple[str, str]:
-    """Create user ``name`` (or add a key to it if it exists); returns ``(key_id, key)``."""
+def create_user(db: Database, name: str, operator: bool = False) -> tuple[str, str]:
+    """Create user ``name`` (or add a key to it if it exists), an operator if ``operator`` (an existing
+    user becomes one; it never stops being one here); returns ``(key_id, key)``."""
     name = name.strip()
     if not name or len(name) > 100 or any(c.isspace() for c in name):
         raise ConfigurationError(f"Invalid user name {name!r}: use 1-100 characters without spaces")
@@ -81,6 +84,8 @@ def create_user(db: Database, name: str) -> tuple[str, str]:
                     user = User(name=name)
                     session.add(user)
                     session.flush()
+                if operator:
+                    user.operator = True
                 return _new_key(session, user.seq)
         except sa.exc.IntegrityError:
             if attempt:  # the user was created concurrently once already; this is something else
@@ -175,7 +180,7 @@ def _bearer(request: Request) -> str:
 
 
 _KEY_LOOKUP = (
-    sa.select(ApiKey.id, ApiKey.revoked, User.seq, User.name)
+    sa.select(ApiKey.id, ApiKey.revoked, User.seq, User.name, User.operator)
     .join(User, User.seq == ApiKey.user_seq)
     .where(ApiKey.key_hash == sa.bindparam("key_hash"))
 )
@@ -185,7 +190,7 @@ def lookup_key(session: Session, key: str) -> Principal | None:
     row = session.execute(_KEY_LOOKUP, {"key_hash": hash_key(key)}).first()
     if row is None or row[1] is not None:
         return None
-    return Principal(user_seq=row[2], user_name=row[3], key_id=row[0])
+    return Principal(user_seq=row[2], user_name=row[3], key_id=row[0], operator=bool(row[4]))
 
 
 #: How long a successful key lookup is reused; a revoked key stops working within this time.

@@ -9,9 +9,8 @@
 - :func:`note_invalid_key`: requests with an invalid API key per client address and
   :data:`INVALID_KEY_WINDOW_S` (``invalid_keys_per_window``), counted in ``rate_counters``; a valid
   key costs nothing here;
-- :func:`sign_in_wait`, :func:`note_failed_sign_in`: failed web sign-ins per user name
-  (:data:`MAX_FAILED_SIGN_INS` per :data:`FAILED_SIGN_IN_WINDOW_S`), counted in ``rate_counters``,
-  so that a password cannot be guessed at argon2's full speed; a successful sign-in clears them.
+- failed web sign-ins (per address and per address and user name) are
+  :mod:`palaestra.scoreboard.server.accounts.sign_in_limits`, counted with :func:`count_hit`.
 
 Above a limit the answer is 429 with ``Retry-After``: the seconds until the request would pass.
 The defaults (:mod:`..core.config`) are far above what a user uploading by hand or a benchmark run sends.
@@ -32,27 +31,19 @@ from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.tables.service import FileRecord, RateCounter
 
 __all__ = [
-    "FAILED_SIGN_IN_WINDOW_S",
     "INVALID_KEY_WINDOW_S",
-    "MAX_FAILED_SIGN_INS",
     "STALE_COUNTER_S",
     "UPLOAD_WINDOW_S",
     "check_new_file",
-    "clear_failed_sign_ins",
     "count_hit",
-    "note_failed_sign_in",
     "note_invalid_key",
     "note_live_chunk",
-    "sign_in_wait",
 ]
 
 #: The window of ``uploads_per_hour``.
 UPLOAD_WINDOW_S = 3600
 #: The window of ``invalid_keys_per_window``.
 INVALID_KEY_WINDOW_S = 600
-#: Failed sign-ins of one user name accepted per window (whatever the address: guessing is spread).
-MAX_FAILED_SIGN_INS = 10
-FAILED_SIGN_IN_WINDOW_S = 15 * 60
 
 #: Counters whose window started longer ago than this have ended, whatever their bucket (every
 #: window here is an hour at most): gc removes them.
@@ -151,42 +142,6 @@ def note_invalid_key(state: ServerState, address: str) -> None:
             f"{_shown(wait)}.",
             wait,
         )
-
-
-def _sign_in_bucket(name: str) -> str:
-    return f"sign_in:{name.strip().lower()}"
-
-
-def sign_in_wait(
-    db: Database,
-    name: str,
-    limit: int = MAX_FAILED_SIGN_INS,
-    window_s: int = FAILED_SIGN_IN_WINDOW_S,
-    clock: Clock = SYSTEM_CLOCK,
-) -> float:
-    """0 if ``name`` may try to sign in now, else the seconds until its window of failures ends."""
-    now = clock.time()
-    start = int(now // window_s * window_s)
-    with db.connect() as conn:
-        hits = conn.execute(
-            sa.select(_COUNTERS.c.hits).where(
-                _COUNTERS.c.bucket == _sign_in_bucket(name), _COUNTERS.c.window_start == start
-            )
-        ).scalar()
-    return start + window_s - now if hits is not None and hits >= limit else 0.0
-
-
-def note_failed_sign_in(
-    db: Database, name: str, window_s: int = FAILED_SIGN_IN_WINDOW_S, clock: Clock = SYSTEM_CLOCK
-) -> None:
-    """Count a failed sign-in as ``name``."""
-    count_hit(db, _sign_in_bucket(name), window_s, clock)
-
-
-def clear_failed_sign_ins(db: Database, name: str) -> None:
-    """A successful sign-in starts the count afresh."""
-    with db.write() as session:
-        session.execute(sa.delete(_COUNTERS).where(_COUNTERS.c.bucket == _sign_in_bucket(name)))
 
 
 def count_hit(db: Database, bucket: str, window_s: int, clock: Clock = SYSTEM_CLOCK) -> tuple[int, float]:

@@ -7,9 +7,9 @@
 - **Sessions** are rows of ``web_sessions``, server-side: the cookie holds 256 random bits, the table
   their sha256 (a stolen database yields no cookie). Signing out deletes the row, which a signed
   cookie could not undo; a session expires ``session_ttl_s`` after sign-in, however active.
-- **Failed sign-ins** are counted per user name in the database, shared by every server process
-  (:func:`palaestra.scoreboard.server.accounts.rate_limits.sign_in_wait`), so a password cannot be guessed at
-  argon2's full speed.
+- **Failed sign-ins** are counted per client address and per (address, user name) in the database,
+  shared by every server process (:mod:`palaestra.scoreboard.server.accounts.sign_in_limits`), so a password
+  cannot be guessed at argon2's full speed, and nobody can lock its owner out by failing as them.
 - **CSRF tokens** are ``HMAC(server secret, the session's token)``: tied to the session (a new
   sign-in makes new ones) and kept nowhere. Signed-out forms (sign-in, invite) use a random
   pre-session cookie instead of the session's token.

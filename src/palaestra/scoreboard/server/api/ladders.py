@@ -2,7 +2,9 @@
 
 =========================================  =====================================================
 ``POST /v1/ladder_matches``                a match folder (:class:`~palaestra.scoreboard.protocol.ladder.MatchUpload`):
-                                           every game replayed and checked, all stored or none
+                                           its player names checked (:mod:`..ladders.trust`), every
+                                           game replayed and checked in a worker process, all stored
+                                           or none, the ladder rated again in the background
 ``GET  /v1/ladder_matches/{id}``           a match and its games
 ``GET  /v1/ladder_games/{id}``             a game; ``/record``: its SGF (or Hex JSON) file
 ``GET  /v1/ladders``                       the ladders (one per game, board size and komi)
@@ -13,16 +15,28 @@
 
 from __future__ import annotations
 
+from concurrent.futures.process import BrokenProcessPool
+
+import sqlalchemy as sa
 from fastapi import APIRouter, Request, Response
 from pydantic import ValidationError
 
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import ladder as lp
+from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
 from palaestra.scoreboard.server.core.answers import answer
+from palaestra.scoreboard.server.core.deps import run_blocking
+from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.ladders import service as ladders
-from palaestra.scoreboard.server.ladders.checks import check_match
+from palaestra.scoreboard.server.ladders.checks import (
+    CheckedMatch,
+    check_in_worker,
+    checked_or_problem,
+    match_players,
+)
+from palaestra.scoreboard.server.ladders.trust import check_player_names, check_upload_rate
 from palaestra.scoreboard.server.problems import Problem, not_found
 
 __all__ = ["router"]
@@ -30,8 +44,12 @@ __all__ = ["router"]
 router = APIRouter(tags=["ladders"])
 
 
-async def _upload_body(request: Request) -> lp.MatchUpload:
+async def _upload_body(request: Request, state: ServerState) -> lp.MatchUpload:
     data = await request.body()  # held to MAX_MATCH_BODY_BYTES by the body-limit middleware
+    return await run_blocking(state, _parse_upload, data, small=len(data) < 65536)  # 4 MB: some 40 ms
+
+
+def _parse_upload(data: bytes) -> lp.MatchUpload:
     try:
         document = protocol.parse_json(data, "The match upload")
     except protocol.JSONInputError as exc:
@@ -50,16 +68,55 @@ async def _upload_body(request: Request) -> lp.MatchUpload:
 async def create_match(request: Request, principal: CurrentUser, state: State) -> Response:
     """Check every game of the match by replaying it, then store them all (or, on a problem, none).
     The same upload again by the same user answers the match stored the first time (200), so that a
-    retried upload never counts its games twice."""
-    upload = await _upload_body(request)
-    checked = check_match(upload)
+    retried upload never counts its games twice. Nothing large runs on the event loop: the rate and
+    the names are small queries (``run_blocking``), the body is parsed and the answer written in a
+    thread, the games replayed in a worker process, the ladder rated again in the background worker
+    (the answer waits for it, not the other requests)."""
+    await run_blocking(state, check_upload_rate, state, principal.user_seq)
+    upload = await _upload_body(request, state)
+    players = match_players(upload)
+    await run_blocking(state, _check_names, state, principal, players)
+    try:
+        checked = checked_or_problem(await state.ladder_work.run(check_in_worker, upload))
+    except BrokenProcessPool:
+        raise Problem(
+            503, "The process checking this upload stopped before it finished (killed, or crashed on one of its "
+            "games); nothing of the upload was stored. Send it again; if it stops again, one of its games is "
+            "the cause: upload the games in smaller matches to find it.",
+        ) from None
+    match_id, created = await run_blocking(state, _store, state, principal, checked, small=False)
+    if created:
+        work, url = state.ladder_work, state.config.database_url
+        await work.rerate(checked.ladder, lambda ladder: work.call(ladders.rerate_in_worker, url, ladder))
     base = base_url(state, request)
-    with state.db.write() as session:
-        match_id, created = ladders.store_match(session, principal.user_seq, checked)
+    return await run_blocking(state, _match_answer, state, match_id, base, 201 if created else 200, small=False)
+
+
+def _match_answer(state: ServerState, match_id: str, base: str, status: int) -> Response:
+    """The stored match as the answer, read and serialised in a thread (1,000 games: some 3 MB of JSON)."""
     with state.db.read() as session:
         body = ladders.match_object(session, match_id, base)
     assert body is not None
-    return answer(body, 201 if created else 200)
+    return answer(body, status)
+
+
+def _check_names(state: ServerState, principal: Principal, players: list[str]) -> None:
+    with state.db.read() as session:
+        check_player_names(session, principal, players)
+
+
+def _store(state: ServerState, principal: Principal, checked: CheckedMatch) -> tuple[str, bool]:
+    """Store the match; a name claimed or a game rated by a concurrent upload meanwhile: once more,
+    from the start (its names checked again: the other upload may own them now)."""
+    for attempt in range(2):
+        try:
+            with state.db.write() as session:
+                check_player_names(session, principal, checked.players)
+                return ladders.store_match(session, principal, checked)
+        except sa.exc.IntegrityError:
+            if attempt:
+                raise
+    raise AssertionError("unreachable")
 
 
 @router.get(f"{lp.LADDER_MATCHES_PATH}/{{match_id}}", response_model=lp.MatchObject)

@@ -45,7 +45,7 @@ def list_log(request: Request, state: State, asked: ListQuery) -> Response:
         entries = rows[: asked.params.limit]
         documents = current_documents(conn, entries)
     base = base_url(state, request).rstrip("/")
-    data = [_entry_object(row, documents.get((row.kind, row.record_id)), base) for row in entries]
+    data = [_entry_object(row, documents.get((row.kind, row.record_id, row.version)), base) for row in entries]
     return answer(
         protocol.ListPage[protocol.LogEntryObject](url=_PATH, data=data, has_more=len(rows) > len(entries))
     )
@@ -65,6 +65,8 @@ def _entry_object(row: Any, record: dict[str, Any] | None, base: str) -> protoco
         previous_sha256=row.previous_sha256,
         entry_sha256=row.entry_sha256,
         created=plain(row.created),
+        version=row.version,
+        fields=dict(sorted(row.fields.items())) if row.fields else None,  # one order on every backend
         record=record,
     )
 

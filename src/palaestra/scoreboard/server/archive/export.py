@@ -6,7 +6,8 @@
   after it: a blob is stored before the row that references it commits and is never changed.
 - **Incremental.** A second export into the same folder reads the previous manifest: a blob key it
   listed (keys are never reused) whose blob file is there is not fetched again, a blob already
-  present by hash is not written again, and a records file whose bytes did not change is left alone.
+  present by hash is not written again, and a records file whose bytes did not change is left alone;
+  what it keeps is hashed again (a file edited or replaced by a link since is written anew).
 - **The manifest last**, after everything it lists is in place (an interrupted export is finished by
   running it again).
 """
@@ -144,7 +145,8 @@ class _Writer:
         """Move ``tmp`` to ``relative`` unless the same bytes are there already; list it."""
         size = tmp.stat().st_size
         target = self.root / relative
-        if self.old_files.get(relative, {}).get("sha256") == sha256 and target.is_file():
+        # kept only if the file there still holds those bytes (re-hashed: a file edited since is replaced)
+        if self.old_files.get(relative, {}).get("sha256") == sha256 and _holds(target, sha256):
             tmp.unlink()
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -160,7 +162,7 @@ class _Writer:
         index: list[dict[str, Any]] = []
         for key in tqdm(sorted(keys), desc="blobs", unit=" blobs", disable=not self.progress):
             known = self.old_blobs.get(key)
-            if known is not None and (self.root / fmt.blob_path(known["sha256"])).is_file():
+            if known is not None and _holds(self.root / fmt.blob_path(known["sha256"]), known["sha256"]):
                 doc = {"key": key, "sha256": known["sha256"], "size": known["size"]}
             else:
                 fetched = self._fetch(store, key)
@@ -195,7 +197,7 @@ class _Writer:
         self.fetched += 1
         sha256 = digest.hexdigest()
         target = self.root / fmt.blob_path(sha256)
-        if target.is_file():
+        if _holds(target, sha256):
             tmp.unlink()  # the same bytes under another key: stored once
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -217,6 +219,12 @@ class _Writer:
             "files": dict(sorted(self.files.items())),
         }
         fmt.write_json_atomically(self.root / fmt.MANIFEST, doc)
+
+
+def _holds(path: Path, sha256: str) -> bool:
+    """Whether ``path`` is a file (not a link) whose bytes hash to ``sha256``: what an export keeps
+    of an earlier one is hashed again, not trusted by its name."""
+    return path.is_file() and not path.is_symlink() and fmt.file_digest(path)[0] == sha256
 
 
 def _blob_keys(table: str, row: Any) -> list[str]:

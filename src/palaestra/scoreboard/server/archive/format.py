@@ -31,7 +31,7 @@ import sqlalchemy as sa
 from palaestra.errors import Error
 from palaestra.scoreboard.server.tables.accounts import ApiKey, User
 from palaestra.scoreboard.server.tables.base import Base, UTCDateTime
-from palaestra.scoreboard.server.tables.ladders import LadderGame, LadderMatch, LadderRating
+from palaestra.scoreboard.server.tables.ladders import LadderGame, LadderMatch, LadderPlayer, LadderRating
 from palaestra.scoreboard.server.tables.live import LiveChunkRecord, LiveEvaluation, LiveSource
 from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, EnvStats, Evaluation
 from palaestra.scoreboard.server.tables.service import FileRecord, ScoreLogEntry
@@ -47,6 +47,7 @@ __all__ = [
     "blob_path",
     "check_version",
     "read_manifest",
+    "refuse_links",
     "row_line",
     "row_values",
 ]
@@ -95,6 +96,7 @@ TABLES = (
     ExportedTable(ScoreLogEntry),
     # the board-game ladders (games are stored as their records' text, no blob) and live runs
     ExportedTable(LadderMatch),
+    ExportedTable(LadderPlayer),
     ExportedTable(LadderGame),
     ExportedTable(LadderRating),
     ExportedTable(LiveEvaluation),
@@ -129,6 +131,20 @@ def row_values(table: ExportedTable, doc: Mapping[str, Any]) -> dict[str, Any]:
             value = datetime.fromisoformat(value)
         out[column.name] = value
     return out
+
+
+def refuse_links(folder: Path) -> None:
+    """:class:`ArchiveError` naming the first symbolic link in ``folder`` (the folder itself included):
+    an export holds files only, and a link would make an import or a verify read a file outside it
+    (``/etc/passwd`` as a blob, another board's records)."""
+    if folder.is_symlink():
+        raise ArchiveError(f"{folder} is a symbolic link: give the export's own folder ({folder.resolve()})")
+    for path in sorted(folder.rglob("*")):
+        if path.is_symlink():
+            raise ArchiveError(
+                f"{path} is a symbolic link (to {os.readlink(path)}): an export holds files only, so this one "
+                "was changed after it was made; refused, nothing was read from it"
+            )
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:

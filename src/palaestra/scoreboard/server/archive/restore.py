@@ -4,7 +4,9 @@ The order is what makes a refused import write nothing: (1) the manifest's versi
 it lists, hashed, and every blob the blob index names, present (a damaged or partial export is
 refused here, naming the file), (3) the target board empty, (4) the blobs stored under their keys,
 (5) every row in one transaction, ids, sequence numbers and timestamps as they were, so that
-every page and ``/v1`` answer of the new board is the old one's. On PostgreSQL the id sequences are
+every page and ``/v1`` answer of the new board is the old one's. An export's API keys are imported
+only when the operator asks (``--include-keys``), and a folder holding a symbolic link is refused
+before anything is read through it. On PostgreSQL the id sequences are
 moved past the imported rows. Blobs stored before a failed (5) are orphans that ``gc`` removes.
 """
 
@@ -36,16 +38,25 @@ class ImportReport:
     source: Path
     rows: dict[str, int]
     blobs: int
+    #: tables the export holds that were left out (its API keys, without ``include_keys``)
+    left_out: tuple[str, ...] = ()
 
     def summary(self) -> str:
         rows = ", ".join(f"{n} {name}" for name, n in self.rows.items())
-        return f"Imported {rows} and {self.blobs} blobs from {self.source}"
+        done = f"Imported {rows} and {self.blobs} blobs from {self.source}"
+        if self.left_out:
+            done += (
+                f"; left out its {', '.join(self.left_out)} (import with --include-keys to bring them: "
+                "the keys would work on this board)"
+            )
+        return done
 
 
 def check_export(source: Path, progress: bool = False) -> dict[str, Any]:
     """The manifest of the export in ``source``, after every file it lists matched its hash;
     :class:`~.format.ArchiveError` naming the first file that does not."""
     source = source.expanduser().absolute()
+    fmt.refuse_links(source)
     manifest = fmt.read_manifest(source)
     if manifest is None:
         raise fmt.ArchiveError(
@@ -76,22 +87,27 @@ def check_export(source: Path, progress: bool = False) -> dict[str, Any]:
     return manifest
 
 
-def import_board(config: ServerConfig, source: Path, progress: bool = False) -> ImportReport:
-    """Import the export in ``source`` into the (empty) board of ``config``."""
+def import_board(
+    config: ServerConfig, source: Path, progress: bool = False, include_keys: bool = False
+) -> ImportReport:
+    """Import the export in ``source`` into the (empty) board of ``config``: its API keys only with
+    ``include_keys`` (an export made with ``--include-keys`` does not decide that for the importer)."""
     source = source.expanduser().absolute()
     manifest = check_export(source, progress)
+    tables = [t for t in fmt.TABLES if include_keys or not t.secret]
+    left_out = tuple(t.name for t in fmt.TABLES if t not in tables and t.path in manifest["files"])
     db = open_database(config, migrate_now=True)
     store = open_store(config.storage_url, config.s3_endpoint_url)
     try:
         store.check()
         _check_empty(db, config)
         blobs = _store_blobs(store, source, progress)
-        rows = _insert_rows(db, source, manifest, progress)
+        rows = _insert_rows(db, source, manifest, tables, progress)
         with db.engine.begin() as conn:  # an export from before 0009_derived_evaluations has no curves
             derive_missing_curves(conn, store)
     finally:
         db.dispose()
-    return ImportReport(source, rows, blobs)
+    return ImportReport(source, rows, blobs, left_out)
 
 
 def _check_empty(db: Database, config: ServerConfig) -> None:
@@ -114,11 +130,13 @@ def _store_blobs(store: BlobStore, source: Path, progress: bool) -> int:
     return len(index)
 
 
-def _insert_rows(db: Database, source: Path, manifest: dict[str, Any], progress: bool) -> dict[str, int]:
+def _insert_rows(
+    db: Database, source: Path, manifest: dict[str, Any], tables: list[fmt.ExportedTable], progress: bool
+) -> dict[str, int]:
     rows: dict[str, int] = {}
     listed = manifest["files"]
     with db.write() as session:
-        for table in fmt.TABLES:
+        for table in tables:
             if table.path not in listed:
                 continue  # API keys of an export made without --include-keys
             rows[table.name] = _insert_table(session, table, source / table.path, progress)

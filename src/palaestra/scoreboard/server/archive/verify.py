@@ -28,13 +28,14 @@ from palaestra.scoreboard.server.archive import format as fmt
 from palaestra.scoreboard.server.core.config import ServerConfig
 from palaestra.scoreboard.server.core.database import Database
 from palaestra.scoreboard.server.core.storage import BlobNotFound, BlobStore
+from palaestra.scoreboard.server.evaluations import coverage
+from palaestra.scoreboard.server.evaluations.coverage import SUPERSEDED, changed_fields
 from palaestra.scoreboard.server.evaluations.scorelog import (
     GENESIS,
     KINDS,
     canonical_json,
     current_documents,
     entry_hash,
-    record_document,
     sha256_hex,
     unlogged,
 )
@@ -80,26 +81,43 @@ def verify(source: Source, expect_head: str | None = None) -> VerifyReport:
     return report
 
 
+def _check_record(name: str, entry: Any) -> str | None:
+    """None if ``entry``'s record is on the board as it was logged; else what differs, by field
+    for a version-2 entry (``its provenance, conditions``), by hash for a version-1 one."""
+    if entry.record is None:
+        return f"{name}: the {entry.kind} is not on the board"
+    found = sha256_hex(canonical_json(entry.record))
+    if found == entry.record_sha256:
+        return None
+    changed = changed_fields(entry.fields, entry.record) if getattr(entry, "fields", None) else []
+    what = f": its {', '.join(changed)} changed" if changed else ""
+    when = "scored" if entry.kind in KINDS else "logged"
+    return (
+        f"{name}: the {entry.kind} was changed after it was {when}{what} (its record hashes "
+        f"to {found}, the log says {entry.record_sha256})"
+    )
+
+
 def _check_chain(source: Source, report: VerifyReport) -> str | None:
     previous, expected_seq = GENESIS, 1
+    latest: dict[tuple[str, str], tuple[str, Any]] = {}  # SUPERSEDED kinds: held to their last entry
     for entry in source.entries():
         name = f"entry {entry.seq} ({entry.kind} {entry.record_id})"
         if entry.seq != expected_seq:
             return f"entry {expected_seq} is missing: the log goes on at entry {entry.seq}"
         if entry.previous_sha256 != previous:
             return f"{name} names {entry.previous_sha256} as the entry before it, which hashes to {previous}"
+        version = getattr(entry, "version", None) or 1
         found = entry_hash(entry.seq, entry.kind, entry.record_id, entry.record_sha256, entry.blobs,
-                           entry.previous_sha256, entry.created)  # fmt: skip
+                           entry.previous_sha256, entry.created, version, getattr(entry, "fields", None))  # fmt: skip
         if found != entry.entry_sha256:
             return f"{name} was changed: it hashes to {found}, and says {entry.entry_sha256}"
-        if entry.record is None:
-            return f"{name}: the {entry.kind} is not on the board"
-        found = sha256_hex(canonical_json(entry.record))
-        if found != entry.record_sha256:
-            return (
-                f"{name}: the {entry.kind} was changed after it was scored (its record hashes to {found}, "
-                f"the log says {entry.record_sha256})"
-            )
+        if entry.kind in SUPERSEDED:
+            latest[entry.kind, entry.record_id] = (name, entry)
+        else:
+            failure = _check_record(name, entry)
+            if failure:
+                return failure
         for index, blob in enumerate(entry.blobs):
             digest = source.blob_sha256(entry, index)
             if digest is None:
@@ -110,6 +128,10 @@ def _check_chain(source: Source, report: VerifyReport) -> str | None:
         previous = entry.entry_sha256
         report.heads_seen.add(previous)
         report.entries, report.head, expected_seq = report.entries + 1, previous, expected_seq + 1
+    for name, entry in latest.values():
+        failure = _check_record(name, entry)
+        if failure:
+            return failure
     return None
 
 
@@ -123,7 +145,12 @@ def _check_unlogged(source: Source) -> str | None:
     missing = source.unlogged()
     if missing:
         kind, record_id = missing[0]
-        return f"{kind} {record_id} is on the board but not in the log (added behind the server's back?)"
+        hint = (
+            " (stored before palaestra logged ladders? `palaestra server log-backfill` logs it)"
+            if kind.startswith("ladder_")
+            else " (added behind the server's back?)"
+        )
+        return f"{kind} {record_id} is on the board but not in the log{hint}"
     return None
 
 
@@ -145,7 +172,7 @@ class BoardSource:
                 rows = conn.execute(query).all()
                 documents = current_documents(conn, rows)
             for row in rows:
-                yield SimpleNamespace(**row._mapping, record=documents.get((row.kind, row.record_id)))
+                yield SimpleNamespace(**row._mapping, record=documents.get((row.kind, row.record_id, row.version)))
             if len(rows) < PAGE_SIZE:
                 return
             after = rows[-1].seq
@@ -170,6 +197,7 @@ class ExportSource:
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder.expanduser().absolute()
+        fmt.refuse_links(self.folder)  # every file read is the export's own
         if fmt.read_manifest(self.folder) is None:
             raise fmt.ArchiveError(f"{self.folder} has no {fmt.MANIFEST}: it is not an export")
         self.rows = {kind: self._rows(f"records/{kind}s.jsonl") for kind in KINDS}
@@ -178,6 +206,18 @@ class ExportSource:
         for row in sorted(self.rows["evaluation"].values(), key=lambda r: r["seq"]):
             if row.get("benchmark_run_seq") is not None:
                 self.run_evaluations.setdefault(row["benchmark_run_seq"], []).append(row["id"])
+        # what version-2 documents add: names, ladder matches with their games, ratings
+        self.user_names = {row["seq"]: row["name"] for row in self._lines("records/users.jsonl")}
+        self.algorithm_names = {row["seq"]: row["name"] for row in self._lines("records/algorithms.jsonl")}
+        self.matches = self._rows("records/ladder_matches.jsonl")
+        self.games: dict[int, list[dict[str, Any]]] = {}
+        for game in self._lines("records/ladder_games.jsonl"):
+            self.games.setdefault(game["match_seq"], []).append(game)
+        for games in self.games.values():
+            games.sort(key=lambda g: (g["number"], g["seq"]))
+        self.ratings: dict[str, list[dict[str, Any]]] = {}
+        for rating in self._lines("records/ladder_ratings.jsonl"):
+            self.ratings.setdefault(rating["ladder"], []).append(rating)
         self.logged: set[tuple[str, str]] = set()
 
     def _lines(self, relative: str) -> Iterator[dict[str, Any]]:
@@ -190,13 +230,29 @@ class ExportSource:
     def entries(self) -> Iterator[Any]:
         for row in self._lines("records/score_log.jsonl"):
             self.logged.add((row["kind"], row["record_id"]))
-            yield SimpleNamespace(**row, record=self._document(row["kind"], row["record_id"]))
+            record = self._document(row["kind"], row["record_id"], row.get("version") or 1)
+            yield SimpleNamespace(**row, record=record)
 
-    def _document(self, kind: str, record_id: str) -> dict[str, Any] | None:
+    def _document(self, kind: str, record_id: str, version: int) -> dict[str, Any] | None:
+        if kind == "ladder_ratings":
+            ratings = self.ratings.get(record_id)
+            if not ratings:
+                return None
+            return coverage.document(kind, {"ladder": record_id}, version=version, ratings=ratings)
+        if kind == "ladder_match":
+            match = self.matches.get(record_id)
+            if match is None:
+                return None
+            owned = {**match, "user_name": self.user_names.get(match["user_seq"])}
+            return coverage.document(kind, owned, version=version, games=self.games.get(match["seq"], []))
         row = self.rows.get(kind, {}).get(record_id)
         if row is None:
             return None
-        return record_document(kind, row, self.run_evaluations.get(row["seq"], []))
+        names = {
+            "user_name": self.user_names.get(row["user_seq"]),
+            "algorithm_name": self.algorithm_names.get(row.get("algorithm_seq")),
+        }
+        return coverage.document(kind, {**row, **names}, self.run_evaluations.get(row["seq"], []), version)
 
     def blob_sha256(self, entry: Any, index: int) -> str | None:
         named = self.blobs.get(entry.blobs[index]["key"])
@@ -214,6 +270,8 @@ class ExportSource:
             and row.get("score") is not None
             and ("benchmark_run", i) not in self.logged
         ]
+        out += [("ladder_match", i) for i in self.matches if ("ladder_match", i) not in self.logged]
+        out += [("ladder_ratings", i) for i in sorted(self.ratings) if ("ladder_ratings", i) not in self.logged]
         return out
 
 

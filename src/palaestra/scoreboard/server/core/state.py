@@ -16,6 +16,7 @@ from palaestra.scoreboard.server.core.config import ServerConfig
 from palaestra.scoreboard.server.core.database import Database, shown_url
 from palaestra.scoreboard.server.core.signing import UploadSecret, open_secret
 from palaestra.scoreboard.server.core.storage import BlobStore, FileStore, open_store
+from palaestra.scoreboard.server.ladders.work import LadderWork
 
 logger = logging.getLogger("palaestra.scoreboard")
 
@@ -36,6 +37,11 @@ class ServerState:
     clock: Clock = SYSTEM_CLOCK
     #: what requests leave to run after their response (benchmark runs' bootstraps)
     jobs: BackgroundJobs = field(default_factory=BackgroundJobs)
+    #: ladder uploads' checks (worker processes) and re-ratings (on ``jobs``)
+    ladder_work: LadderWork = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ladder_work = LadderWork(self.jobs)
 
     @property
     def cache(self) -> Cache:
@@ -43,6 +49,7 @@ class ServerState:
         return self.db.cache
 
     def close(self) -> None:
+        self.ladder_work.close()
         self.jobs.close()
         self.db.dispose()
 

@@ -7,6 +7,6 @@
 - :mod:`.benchmarking`: task scores and benchmark-run aggregates;
 - :mod:`.index_stats`: per-user and per-algorithm aggregates kept at ingest;
 - :mod:`.rescore`: deriving stored evaluations again;
-- :mod:`.scorelog`: the hash-chained log of every score;
+- :mod:`.scorelog`: the hash-chained log of every score (:mod:`.coverage`: what each entry version hashes);
 - :mod:`.pictures`, :mod:`.video_integrity`: an env's picture and a stored video's checks.
 """

@@ -164,11 +164,11 @@ def _rescore_one(db: Database, store: BlobStore, row: Mapping[str, Any], report:
         return
     scoring = derive_evaluation(batch, row["env_id"], row["gym_version"], row["benchmark_id"])
     values = {**scoring.columns(), "benchmark_score": scoring.benchmark_score}
-    if record_document("evaluation", {**row, **values}) != record_document("evaluation", row):
+    curves = scoring.derived_columns()["curves"]
+    # what the log's entries hash (version 2 adds the curves): a change is one verify will report
+    if record_document("evaluation", {**row, **values, "curves": curves}, version=2) != record_document(
+        "evaluation", row, version=2
+    ):
         report.changed.append(row["id"])
     with db.write() as session:
-        session.execute(
-            sa.update(Evaluation)
-            .where(Evaluation.seq == row["seq"])
-            .values(**values, curves=scoring.derived_columns()["curves"])
-        )
+        session.execute(sa.update(Evaluation).where(Evaluation.seq == row["seq"]).values(**values, curves=curves))

@@ -1,7 +1,8 @@
 """The tamper-evident log of scores: a hash chain with one entry per scored evaluation and benchmark run.
 
-- :func:`record_document`: a record's canonical document (a fixed list of its columns, so that a
-  column added later does not change old hashes); :func:`canonical_json` its bytes.
+- :func:`record_document`: a record's canonical document (a fixed list of its columns per entry
+  version, so that a column added later does not change old hashes: :mod:`.coverage` says what each
+  version covers); :func:`canonical_json` its bytes.
 - Each entry holds ``record_sha256`` (the document's sha256), ``blobs`` (the key and sha256 of each
   blob the record's pages and downloads read) and ``previous_sha256`` (the entry before it; 64 zeros
   for the first); ``entry_sha256`` hashes all of that with the entry's ``seq`` and ``created``.
@@ -9,7 +10,10 @@
   :func:`append_run` inside the one that stores a committed run's score: a record is in the log
   exactly when it is on the board. Appends are serialised (SQLite's writers already are; on
   PostgreSQL a transaction-scoped advisory lock), so the chain never forks.
-- :func:`backfill`: entries for records scored before the log existed (``palaestra server log-backfill``).
+- :func:`append_ladder_match` and :func:`append_ladder_ratings` run in the transaction that stores a
+  match and rates its ladder again (version 2 entries).
+- :func:`backfill`: entries for records scored before the log existed, or before it covered them
+  (``palaestra server log-backfill``).
 
 A changed row or blob shows as a document or blob whose hash no longer matches its entry; a changed
 entry as a broken link (:mod:`..archive.verify` checks all three).
@@ -18,10 +22,8 @@ entry as a broken link (:mod:`..archive.verify` checks all three).
 from __future__ import annotations
 
 import hashlib
-import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,19 +31,34 @@ from sqlalchemy.orm import Session
 
 from palaestra.scoreboard.server.core.database import Database
 from palaestra.scoreboard.server.core.storage import BlobStore
+from palaestra.scoreboard.server.evaluations import coverage
+from palaestra.scoreboard.server.evaluations.coverage import (
+    CURRENT_VERSION,
+    canonical_json,
+    current_documents,
+    field_digests,
+    plain,
+    run_evaluations,
+)
+from palaestra.scoreboard.server.tables.accounts import User
 from palaestra.scoreboard.server.tables.base import utcnow
-from palaestra.scoreboard.server.tables.scores import BenchmarkRun, Evaluation
+from palaestra.scoreboard.server.tables.ladders import LadderMatch, LadderRating
+from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation
 from palaestra.scoreboard.server.tables.service import ScoreLogEntry
 
 __all__ = [
     "GENESIS",
     "KINDS",
     "append_evaluation",
+    "append_ladder_match",
+    "append_ladder_ratings",
     "append_run",
     "backfill",
     "canonical_json",
+    "current_documents",
     "entry_hash",
     "evaluation_blobs",
+    "plain",
     "record_document",
     "sha256_hex",
 ]
@@ -54,85 +71,43 @@ BACKFILL_BATCH = 500
 #: pg_advisory_xact_lock key of appends ("scorelog" in ASCII)
 PG_LOCK_KEY = 0x73636F72656C6F67
 
-#: The columns each kind's document holds (version 1 of the log). Benchmark runs leave out what the
-#: API lets an owner change after the score (tags, algorithm); their document names their evaluations.
-EVALUATION_FIELDS = (
-    "id", "user_seq", "env_id", "env_listed", "algorithm_seq", "benchmark_run_seq", "writeup",
-    "gym_version", "training_episode_batch", "training_video", "episode_batch_key",
-    "episode_batch_sha256", "trials", "reward_threshold", "solved", "episode_t_value",
-    "timestep_t_value", "mean", "error", "number_episodes", "number_timesteps", "seconds_to_solve",
-    "seconds_in_total", "episodes_mean", "evaluation_episodes", "evaluation_mean", "ranking_mean",
-    "graph_stats", "benchmark_score", "videos", "created",
-)  # fmt: skip
-RUN_FIELDS = ("id", "user_seq", "benchmark_id", "status", "score", "score_value", "score_evaluations", "created",
-              "committed")  # fmt: skip
-KINDS = {"evaluation": EVALUATION_FIELDS, "benchmark_run": RUN_FIELDS}
-_JSON_FIELDS = {"graph_stats", "benchmark_score", "videos", "score"}
+#: The kinds of version-1 entries and their documents' columns (:mod:`.coverage` has every version's).
+KINDS = coverage.FIELDS[1]
 
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def plain(value: Any) -> Any:
-    """``value`` as the one JSON form it has everywhere: a datetime as UTC ISO 8601, a float with an
-    integral value as an int (PostgreSQL's JSONB and SQLite's REAL disagree on ``195`` vs ``195.0``),
-    non-finite floats as None."""
-    if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value.astimezone(timezone.utc).isoformat()
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        return int(value) if value.is_integer() else value
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in sorted(value.items())}  # sorted: one order on every backend
-    if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
-    return value
-
-
-def canonical_json(doc: Any) -> bytes:
-    """Sorted keys, no spaces, UTF-8: the bytes that are hashed."""
-    return json.dumps(plain(doc), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
-
-
-def record_document(kind: str, row: Mapping[Any, Any], evaluation_ids: Sequence[str] = ()) -> dict[str, Any]:
-    """The document of a record of ``kind`` from its row (a database row, the values inserted, or an
-    exported line: JSON columns may come as text, datetimes as ISO strings)."""
-    doc: dict[str, Any] = {"kind": kind}
-    for name in KINDS[kind]:
-        value = row.get(name)
-        if name in _JSON_FIELDS and isinstance(value, str):
-            value = json.loads(value)  # a RawJSON value, serialised before the write transaction
-        if name in ("created", "committed") and isinstance(value, str):
-            value = datetime.fromisoformat(value)
-        doc[name] = value
-    if kind == "benchmark_run":
-        doc["evaluations"] = list(evaluation_ids)
-    out: dict[str, Any] = plain(doc)
-    return out
+def record_document(
+    kind: str, row: Mapping[Any, Any], evaluation_ids: Sequence[str] = (), version: int = 1
+) -> dict[str, Any]:
+    """The document of a record of ``kind`` in an entry of ``version`` from its row (a database row,
+    the values inserted, or an exported line: JSON columns may come as text, datetimes as ISO
+    strings). Version 2 reads ``user_name`` and ``algorithm_name`` from the row too."""
+    return coverage.document(kind, row, evaluation_ids, version)
 
 
 def entry_hash(
     seq: int, kind: str, record_id: str, record_sha256: str, blobs: Sequence[Mapping[str, Any]],
-    previous_sha256: str, created: Any,
+    previous_sha256: str, created: Any, version: int = 1, fields: Mapping[str, str] | None = None,
 ) -> str:  # fmt: skip
-    """The sha256 of an entry: its fields' canonical JSON (``created`` as :func:`plain` writes it)."""
-    return sha256_hex(
-        canonical_json(
-            {
-                "seq": seq,
-                "kind": kind,
-                "record_id": record_id,
-                "record_sha256": record_sha256,
-                "blobs": [{"key": b["key"], "sha256": b["sha256"]} for b in blobs],
-                "previous_sha256": previous_sha256,
-                "created": plain(datetime.fromisoformat(created) if isinstance(created, str) else created),
-            }
-        )
-    )
+    """The sha256 of an entry: its fields' canonical JSON (``created`` as :func:`plain` writes it),
+    with its ``version`` and its document's field digests (``fields``) from version 2 on (version 1
+    entries hash as they always did)."""
+    hashed: dict[str, Any] = {
+        "seq": seq,
+        "kind": kind,
+        "record_id": record_id,
+        "record_sha256": record_sha256,
+        "blobs": [{"key": b["key"], "sha256": b["sha256"]} for b in blobs],
+        "previous_sha256": previous_sha256,
+        "created": plain(datetime.fromisoformat(created) if isinstance(created, str) else created),
+    }
+    if version >= 2:
+        hashed["version"] = version
+        hashed["fields"] = dict(fields or {})
+    return sha256_hex(canonical_json(hashed))
 
 
 _Item = tuple[str, str, Mapping[str, Any], list[dict[str, str]]]
@@ -157,16 +132,44 @@ def _append_all(session: Session, items: Sequence[_Item]) -> None:
     for kind, record_id, document, blobs in items:
         record_sha256 = sha256_hex(canonical_json(document))
         created = utcnow()
-        entry = entry_hash(seq, kind, record_id, record_sha256, blobs, previous, created)
+        fields = field_digests(document)
+        entry = entry_hash(seq, kind, record_id, record_sha256, blobs, previous, created, CURRENT_VERSION, fields)
         rows.append({"seq": seq, "kind": kind, "record_id": record_id, "record_sha256": record_sha256,
-                     "blobs": blobs, "previous_sha256": previous, "created": created, "entry_sha256": entry})  # fmt: skip
+                     "blobs": blobs, "previous_sha256": previous, "created": created, "entry_sha256": entry,
+                     "version": CURRENT_VERSION, "fields": fields})  # fmt: skip
         seq, previous = seq + 1, entry
     conn.execute(sa.insert(ScoreLogEntry), rows)
 
 
+def _names(session: Session, values: Mapping[Any, Any]) -> dict[str, Any]:
+    """``user_name`` and ``algorithm_name`` of a record's ``user_seq`` and ``algorithm_seq``."""
+    algorithm_seq = values.get("algorithm_seq")
+    return {
+        "user_name": session.scalar(sa.select(User.name).where(User.seq == values["user_seq"])),
+        "algorithm_name": session.scalar(sa.select(Algorithm.name).where(Algorithm.seq == algorithm_seq))
+        if algorithm_seq is not None
+        else None,
+    }
+
+
 def append_evaluation(session: Session, values: Mapping[str, Any], blobs: list[dict[str, str]]) -> None:
     """Log the evaluation inserted with ``values`` (in its transaction); ``blobs``: :func:`evaluation_blobs`."""
-    _append(session, "evaluation", values["id"], record_document("evaluation", values), blobs)
+    row = {**values, **_names(session, values)}
+    _append(session, "evaluation", values["id"], record_document("evaluation", row, version=CURRENT_VERSION), blobs)
+
+
+def append_ladder_match(session: Session, match_id: str) -> None:
+    """Log ladder match ``match_id`` and its games (in the transaction that stores them)."""
+    documents = coverage.match_documents(session.connection(), [match_id])
+    _append(session, "ladder_match", match_id, documents[match_id], [])
+
+
+def append_ladder_ratings(session: Session, ladder: str) -> None:
+    """Log ``ladder``'s ratings as they are now (in the transaction that rated it again): the latest
+    such entry of a ladder is the one its table is held to."""
+    documents = coverage.ratings_documents(session.connection(), [ladder])
+    if ladder in documents:
+        _append(session, "ladder_ratings", ladder, documents[ladder], [])
 
 
 def append_run(session: Session, run_id: str) -> None:
@@ -180,7 +183,9 @@ def append_run(session: Session, run_id: str) -> None:
     if _logged(session, "benchmark_run", run_id):
         return
     evaluations = run_evaluations(session.connection(), run.seq)
-    _append(session, "benchmark_run", run_id, record_document("benchmark_run", run._mapping, evaluations), [])
+    row = {**run._mapping, **_names(session, run._mapping)}
+    document = record_document("benchmark_run", row, evaluations, CURRENT_VERSION)
+    _append(session, "benchmark_run", run_id, document, [])
 
 
 def _logged(session: Session, kind: str, record_id: str) -> bool:
@@ -190,35 +195,9 @@ def _logged(session: Session, kind: str, record_id: str) -> bool:
     return session.scalar(query.limit(1)) is not None
 
 
-def run_evaluations(conn: sa.Connection, run_seq: int) -> list[str]:
-    """The ids of a run's evaluations, in upload order (what its document names)."""
-    query = sa.select(Evaluation.id).where(Evaluation.benchmark_run_seq == run_seq).order_by(Evaluation.seq)
-    return list(conn.scalars(query))
-
-
-def current_documents(conn: sa.Connection, entries: Iterable[Any]) -> dict[tuple[str, str], dict[str, Any]]:
-    """The documents of the records of ``entries`` as their rows are now, by ``(kind, record_id)``
-    (a record that is gone has none)."""
-    wanted: dict[str, set[str]] = {kind: set() for kind in KINDS}
-    for entry in entries:
-        wanted[entry.kind].add(entry.record_id)
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    evaluations: Any = Evaluation.__table__
-    if wanted["evaluation"]:
-        query = sa.select(evaluations).where(evaluations.c.id.in_(sorted(wanted["evaluation"])))
-        for row in conn.execute(query):
-            out["evaluation", row.id] = record_document("evaluation", row._mapping)
-    if wanted["benchmark_run"]:
-        runs: Any = BenchmarkRun.__table__
-        for row in conn.execute(sa.select(runs).where(runs.c.id.in_(sorted(wanted["benchmark_run"])))):
-            out["benchmark_run", row.id] = record_document(
-                "benchmark_run", row._mapping, run_evaluations(conn, row.seq)
-            )
-    return out
-
-
 def unlogged(conn: sa.Connection) -> list[tuple[str, str]]:
-    """``(kind, id)`` of the evaluations and committed, scored runs on the board with no log entry."""
+    """``(kind, id)`` of the evaluations, committed and scored runs, ladder matches and rated ladders
+    on the board with no log entry."""
     out = []
     for kind, model, scored in (
         ("evaluation", Evaluation, sa.true()),
@@ -231,6 +210,12 @@ def unlogged(conn: sa.Connection) -> list[tuple[str, str]]:
         logged = sa.select(ScoreLogEntry.record_id).where(ScoreLogEntry.kind == kind)
         query = sa.select(model.id).where(scored, model.id.not_in(logged)).order_by(model.seq)
         out += [(kind, record_id) for record_id in conn.scalars(query)]
+    logged = sa.select(ScoreLogEntry.record_id).where(ScoreLogEntry.kind == "ladder_match")
+    query = sa.select(LadderMatch.id).where(LadderMatch.id.not_in(logged)).order_by(LadderMatch.seq)
+    out += [("ladder_match", record_id) for record_id in conn.scalars(query)]
+    logged = sa.select(ScoreLogEntry.record_id).where(ScoreLogEntry.kind == "ladder_ratings")
+    query = sa.select(LadderRating.ladder).where(LadderRating.ladder.not_in(logged)).distinct()
+    out += [("ladder_ratings", ladder) for ladder in sorted(conn.scalars(query))]
     return out
 
 
@@ -269,13 +254,16 @@ def hash_blob(store: BlobStore, key: str) -> str:
 
 
 def backfill(db: Database, store: BlobStore) -> int:
-    """Append entries for the evaluations and committed, scored runs that have none (scored before the
-    log existed), oldest first; returns how many."""
+    """Append entries for the evaluations, committed and scored runs, ladder matches and rated
+    ladders that have none (stored before the log existed, or before it covered them), oldest
+    first; returns how many."""
     logged = sa.select(ScoreLogEntry.record_id).where(ScoreLogEntry.kind == sa.bindparam("kind"))
     table: Any = Evaluation.__table__
     with db.connect() as conn:
         done = set(conn.scalars(logged, {"kind": "evaluation"}))
-        rows = [r for r in conn.execute(sa.select(table).order_by(table.c.seq)) if r.id not in done]
+        ids = [i for i in conn.scalars(sa.select(table.c.id).order_by(table.c.seq)) if i not in done]
+        found = coverage.evaluation_rows(conn, ids)
+        rows = [found[i] for i in ids]
         runs_done = set(conn.scalars(logged, {"kind": "benchmark_run"}))
         run_ids = [
             r.id
@@ -289,11 +277,11 @@ def backfill(db: Database, store: BlobStore) -> int:
     for start in range(0, len(rows), BACKFILL_BATCH):
         chunk = rows[start : start + BACKFILL_BATCH]
         hashed = [
-            evaluation_blobs(store, r.episode_batch_key, r.episode_batch_sha256, r.videos or [])
+            evaluation_blobs(store, r["episode_batch_key"], r["episode_batch_sha256"], r["videos"] or [])
             for r in chunk
         ]
         items = [
-            ("evaluation", row.id, record_document("evaluation", row._mapping), blobs)
+            ("evaluation", row["id"], record_document("evaluation", row, version=CURRENT_VERSION), blobs)
             for row, blobs in zip(chunk, hashed, strict=True)
         ]
         with db.write() as session:  # everything prepared first: the writers' lock is held for the inserts
@@ -301,4 +289,11 @@ def backfill(db: Database, store: BlobStore) -> int:
     for run_id in run_ids:
         with db.write() as session:
             append_run(session, run_id)
-    return len(rows) + len(run_ids)
+    with db.connect() as conn:
+        ladder_records = [
+            record for record in unlogged(conn) if record[0] in ("ladder_match", "ladder_ratings")
+        ]
+    for kind, record_id in ladder_records:
+        with db.write() as session:
+            (append_ladder_match if kind == "ladder_match" else append_ladder_ratings)(session, record_id)
+    return len(rows) + len(run_ids) + len(ladder_records)

@@ -1,6 +1,8 @@
-"""The ladders' database operations, one place for the API and the pages: storing a checked match and
-deriving its ladder's ratings again (in the same transaction), and reading matches, games, ratings,
-players and head-to-head results as their ``/v1`` objects (:mod:`palaestra.scoreboard.protocol.ladder`).
+"""The ladders' database operations, one place for the API and the pages: storing a checked match
+(its names claimed, each game marked unrated when it does not count, a game already rated on the
+ladder marked as the copy it is), deriving a ladder's ratings again from its rated games (in the
+background: :mod:`.work`), and reading matches, games, ratings, players and head-to-head
+results as their ``/v1`` objects (:mod:`palaestra.scoreboard.protocol.ladder`).
 """
 
 from __future__ import annotations
@@ -12,64 +14,111 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from palaestra.ladder.ratings import DEFAULT_ANCHORS, rate
+from palaestra.ladder.ratings import DEFAULT_ANCHORS, Rating, rate
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.protocol import ladder as lp
+from palaestra.scoreboard.server.accounts.auth import Principal
+from palaestra.scoreboard.server.core.database import Database
 from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.evaluations import scorelog
 from palaestra.scoreboard.server.ladders.checks import CheckedMatch
+from palaestra.scoreboard.server.ladders.trust import claim_player_names
 from palaestra.scoreboard.server.tables.accounts import User
 from palaestra.scoreboard.server.tables.ladders import LadderGame, LadderMatch, LadderRating
 
 __all__ = [
+    "derived_ratings",
     "game_object",
     "ladder_objects",
     "match_object",
     "player_object",
     "ratings_object",
-    "rerate",
+    "rerate_in_worker",
+    "rerate_ladder",
     "store_match",
 ]
 
 _POINTS = {"black": (1.0, 0.0), "white": (0.0, 1.0), None: (0.5, 0.5)}
 
 
-def store_match(session: Session, user_seq: int, match: CheckedMatch) -> tuple[str, bool]:
-    """Add ``match`` and its games, and rate its ladder again: (its id, True). The same upload again
-    (its digest) adds nothing: (the stored match's id, False)."""
+def store_match(session: Session, principal: Principal, match: CheckedMatch) -> tuple[str, bool]:
+    """Add ``match`` and its games, its player names claimed for the uploader: (its id, True). The same
+    upload again by the same user (its digest) adds nothing: (the stored match's id, False). The
+    ladder's ratings are the caller's to derive again (:func:`rerate_ladder`)."""
     known = session.scalar(
-        sa.select(LadderMatch.id).where(LadderMatch.user_seq == user_seq, LadderMatch.digest == match.digest)
+        sa.select(LadderMatch.id).where(LadderMatch.user_seq == principal.user_seq, LadderMatch.digest == match.digest)
     )
     if known is not None:
         return known, False
+    claim_player_names(session, principal, match.players)
     row = LadderMatch(
-        id=new_id("ladder_match"), user_seq=user_seq, ladder=match.ladder, game=match.game,
+        id=new_id("ladder_match"), user_seq=principal.user_seq, ladder=match.ladder, game=match.game,
         board_size=match.board_size, komi=match.komi, players=match.players, digest=match.digest,
     )  # fmt: skip
     session.add(row)
     session.flush()
+    digests = [game.digest for game in match.games]
+    rated_before = dict(
+        session.execute(
+            sa.select(LadderGame.digest, LadderGame.id).where(
+                LadderGame.ladder == match.ladder, LadderGame.digest.in_(digests), LadderGame.unrated.is_(None)
+            )
+        ).all()
+    )
     for game in match.games:
         record = game.record
+        unrated = game.unrated
+        if unrated is None and game.digest in rated_before:
+            unrated = f"the same game (players, moves and result) as {rated_before[game.digest]}, rated already"
+        game_id = new_id("ladder_game")
+        if unrated is None:
+            rated_before[game.digest] = game_id
         session.add(
             LadderGame(
-                id=new_id("ladder_game"), match_seq=row.seq, ladder=match.ladder, number=game.number,
+                id=game_id, match_seq=row.seq, ladder=match.ladder, number=game.number,
                 file_name=game.file_name, black=record.black, white=record.white, winner=record.winner,
                 reason=record.reason, result=record.result_text(), score=record.score, moves=record.moves,
-                record=game.text,
+                record=game.text, digest=game.digest, unrated=unrated,
             )
-        )
+        )  # fmt: skip
     session.flush()
-    rerate(session, match.ladder)
+    scorelog.append_ladder_match(session, row.id)  # in the log exactly when it is on the board
     return row.id, True
 
 
-def rerate(session: Session, ladder: str) -> None:
-    """Derive ``ladder``'s ratings again from all its games."""
+def derived_ratings(session: Session, ladder: str) -> list[Rating]:
+    """``ladder``'s ratings, derived from all its rated games."""
     rows = session.execute(
-        sa.select(LadderGame.black, LadderGame.white, LadderGame.winner).where(LadderGame.ladder == ladder)
+        sa.select(LadderGame.black, LadderGame.white, LadderGame.winner).where(
+            LadderGame.ladder == ladder, LadderGame.unrated.is_(None)
+        )
     ).all()
-    ratings = rate([(black, white, _POINTS[winner][0]) for black, white, winner in rows], DEFAULT_ANCHORS)
-    session.execute(sa.delete(LadderRating).where(LadderRating.ladder == ladder))
-    session.add_all(LadderRating(ladder=ladder, **dataclasses.asdict(r)) for r in ratings)
+    return rate([(black, white, _POINTS[winner][0]) for black, white, winner in rows], DEFAULT_ANCHORS)
+
+
+def rerate_ladder(db: Database, ladder: str) -> None:
+    """Derive ``ladder``'s ratings again and store them. The games are read and rated outside the write
+    transaction, which only replaces the rows: a reader that counts its hit (a write) never waits for
+    the rating (at 100,000 games a concurrent GET / waited some 0.8 s). A match added meanwhile is
+    rated by the derivation its own upload asks for, after this one."""
+    with db.read() as session:
+        ratings = derived_ratings(session, ladder)
+    with db.write() as session:
+        session.execute(sa.delete(LadderRating).where(LadderRating.ladder == ladder))
+        session.add_all(LadderRating(ladder=ladder, **dataclasses.asdict(r)) for r in ratings)
+        session.flush()
+        scorelog.append_ladder_ratings(session, ladder)  # verify holds the table to the latest such entry
+
+
+def rerate_in_worker(database_url: str, ladder: str) -> None:
+    """:func:`rerate_ladder` in a worker process (:mod:`.work`), on a connection of its own:
+    reading 100,000 games is Python's work, and in the server's process it held the GIL from the
+    requests (a concurrent GET / waited some 0.8 s; bench/ladder_upload_stall.py)."""
+    db = Database(database_url)
+    try:
+        rerate_ladder(db, ladder)
+    finally:
+        db.dispose()
 
 
 def _web(base: str, path: str) -> str:
@@ -81,7 +130,7 @@ def game_object(game: LadderGame, match_id: str, base: str) -> lp.GameObject:
         id=game.id, match=match_id, ladder=game.ladder, number=game.number, black=game.black,
         white=game.white, winner=game.winner, reason=game.reason, result=game.result, score=game.score,
         moves=list(game.moves), record_url=f"{base}{API_PREFIX}/ladder_games/{game.id}/record",
-        web_url=_web(base, f"/ladders/games/{game.id}"),
+        web_url=_web(base, f"/ladders/games/{game.id}"), rated=game.unrated is None, unrated_reason=game.unrated,
     )  # fmt: skip
 
 
@@ -121,11 +170,20 @@ def ratings_object(session: Session, ladder: str) -> lp.RatingsObject | None:
     rows = session.scalars(
         sa.select(LadderRating).where(LadderRating.ladder == ladder).order_by(LadderRating.rating.desc())
     ).all()
-    if not rows:
+    counts = dict(
+        session.execute(
+            sa.select(LadderGame.unrated.is_(None), sa.func.count()).where(LadderGame.ladder == ladder).group_by(
+                LadderGame.unrated.is_(None)
+            )
+        ).all()
+    )
+    if not counts:  # no game on this ladder (a ladder whose games are all unrated has no ratings yet)
         return None
-    games = session.scalar(sa.select(sa.func.count()).where(LadderGame.ladder == ladder)) or 0
     anchor = next((r.player for r in rows if r.is_anchor), None)
-    return lp.RatingsObject(ladder=ladder, anchor=anchor, games=games, ratings=[_rating_object(r) for r in rows])
+    return lp.RatingsObject(
+        ladder=ladder, anchor=anchor, games=counts.get(True, 0), unrated_games=counts.get(False, 0),
+        ratings=[_rating_object(r) for r in rows],
+    )  # fmt: skip
 
 
 def ladder_objects(session: Session, base: str) -> list[lp.LadderObject]:
@@ -149,7 +207,9 @@ def head_to_head(session: Session, ladder: str) -> dict[str, dict[str, dict[str,
     """player -> opponent -> {games, points} over the ladder's games."""
     table: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(lambda: {"games": 0, "points": 0.0}))
     rows = session.execute(
-        sa.select(LadderGame.black, LadderGame.white, LadderGame.winner).where(LadderGame.ladder == ladder)
+        sa.select(LadderGame.black, LadderGame.white, LadderGame.winner).where(
+            LadderGame.ladder == ladder, LadderGame.unrated.is_(None)
+        )
     ).all()
     for black, white, winner in rows:
         black_points, white_points = _POINTS[winner]

@@ -23,6 +23,8 @@ class User(Base):
     created: Mapped[datetime] = mapped_column(default=utcnow)
     #: argon2 hash of the user's password (:mod:`..accounts.sessions`); None: no password, no sign-in
     password_hash: Mapped[str | None] = mapped_column(sa.String(200), default=None)
+    #: an operator's keys may upload the ladders' anchor games (``palaestra users create NAME --operator``)
+    operator: Mapped[bool] = mapped_column(sa.Boolean, default=False, server_default=sa.false())
 
 
 class WebSession(Base):

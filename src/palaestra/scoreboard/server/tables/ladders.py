@@ -2,8 +2,10 @@
 
 - ``ladder_matches``: an accepted match upload (its ladder, its uploader, its digest: one match per upload);
 - ``ladder_games``: its games, checked by replay, with their record's text (a few kB: kept in the row);
-- ``ladder_ratings``: each ladder's ratings, derived again in the transaction that adds games, so that
-  pages and ``/v1`` read them instead of rating on every request.
+- ``ladder_ratings``: each ladder's ratings, derived again after games are added (in the background:
+  :mod:`..ladders.work`), so that pages and ``/v1`` read them instead of rating on every request;
+- ``ladder_players`` (migration ``0012_ladder_trust``): which account owns a player name (the first
+  to upload a game of it; :mod:`..ladders.trust`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,10 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from palaestra.scoreboard.server.tables.base import Base, utcnow
 
-__all__ = ["LadderGame", "LadderMatch", "LadderRating"]
+__all__ = ["LadderGame", "LadderMatch", "LadderPlayer", "LadderRating"]
+
+#: The rated games with a digest (a game imported from an export older than 0012 has none: "").
+_RATED = sa.text("unrated IS NULL AND digest != ''")
 
 
 class LadderMatch(Base):
@@ -39,6 +44,14 @@ class LadderMatch(Base):
 
 class LadderGame(Base):
     __tablename__ = "ladder_games"
+    # a game's content is rated once per ladder: a second copy (another upload, another user) is
+    # stored unrated, and two concurrent uploads of it cannot both be rated
+    __table_args__ = (
+        sa.Index(
+            "ux_ladder_games_rated_digest", "ladder", "digest", unique=True,
+            sqlite_where=_RATED, postgresql_where=_RATED,
+        ),
+    )  # fmt: skip
 
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(sa.String(40), unique=True)
@@ -54,6 +67,11 @@ class LadderGame(Base):
     score: Mapped[float | None] = mapped_column(sa.Float, nullable=True)
     moves: Mapped[list[Any]] = mapped_column()
     record: Mapped[str] = mapped_column(sa.Text)
+    #: sha256 of the game's content (ladder, players, moves, result; :func:`palaestra.ladder.rated.game_digest`),
+    #: not of its file: the same game re-uploaded in other bytes has the same digest
+    digest: Mapped[str] = mapped_column(sa.String(64), default="")
+    #: why the game does not count for the ratings (None: it counts); shown on its page and in /v1
+    unrated: Mapped[str | None] = mapped_column(sa.String(300), nullable=True, default=None)
 
 
 class LadderRating(Base):
@@ -69,3 +87,13 @@ class LadderRating(Base):
     points: Mapped[float] = mapped_column(sa.Float)
     anchored: Mapped[bool] = mapped_column(sa.Boolean)
     is_anchor: Mapped[bool] = mapped_column(sa.Boolean)
+
+
+class LadderPlayer(Base):
+    """A player name and the account that owns it: only that account (or an operator) uploads its games."""
+
+    __tablename__ = "ladder_players"
+
+    name: Mapped[str] = mapped_column(sa.String(100), primary_key=True)
+    user_seq: Mapped[int] = mapped_column(sa.ForeignKey("users.seq", ondelete="CASCADE"), index=True)
+    created: Mapped[datetime] = mapped_column(default=utcnow)

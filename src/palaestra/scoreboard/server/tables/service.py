@@ -122,9 +122,10 @@ class ScoreLogEntry(Base):
     __table_args__ = (sa.Index("ix_score_log_record", "kind", "record_id"),)
 
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
-    #: "evaluation" or "benchmark_run"
+    #: "evaluation", "benchmark_run", "ladder_match" or "ladder_ratings" (version 2)
     kind: Mapped[str] = mapped_column(sa.String(20))
-    record_id: Mapped[str] = mapped_column(sa.String(40))
+    #: the record's id (a ladder's name for "ladder_ratings")
+    record_id: Mapped[str] = mapped_column(sa.String(100))
     #: sha256 hex of the record's canonical JSON document when it was scored
     record_sha256: Mapped[str] = mapped_column(sa.String(64))
     #: [{"key": blob key, "sha256": hex}, ...]: the record's blobs when it was scored
@@ -132,4 +133,9 @@ class ScoreLogEntry(Base):
     previous_sha256: Mapped[str] = mapped_column(sa.String(64))
     entry_sha256: Mapped[str] = mapped_column(sa.String(64), unique=True)
     created: Mapped[datetime] = mapped_column(default=utcnow)
+    #: which documents the entry hashes (1: before 0013_score_log_coverage; 2: curves, provenance,
+    #: conditions, names, ladder matches and ratings too)
+    version: Mapped[int] = mapped_column(sa.Integer, default=1, server_default="1")
+    #: version 2: {field: sha256} of the record's document (for verify to name what was changed)
+    fields: Mapped[dict[str, Any] | None] = mapped_column(default=None)
 

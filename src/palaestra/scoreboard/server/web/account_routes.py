@@ -15,13 +15,14 @@ Every POST takes :data:`~.signin.CsrfChecked`; the work itself is :mod:`..accoun
 
 from __future__ import annotations
 
+import math
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from palaestra.errors import ConfigurationError
-from palaestra.scoreboard.server.accounts import auth, rate_limits
+from palaestra.scoreboard.server.accounts import auth, sign_in_limits
 from palaestra.scoreboard.server.accounts import sessions as accounts
 from palaestra.scoreboard.server.core.deps import state_of
 from palaestra.scoreboard.server.web import signin
@@ -31,6 +32,14 @@ from palaestra.scoreboard.server.web.signin import CsrfChecked
 router = APIRouter(include_in_schema=False)
 
 PROFILE_PATH = "/settings/profile"
+
+
+def _shown_wait(seconds: float) -> str:
+    """``"42 seconds"`` or ``"15 minutes"``."""
+    if seconds < 120:
+        whole = max(1, math.ceil(seconds))
+        return f"{whole} second{'' if whole == 1 else 's'}"
+    return f"{math.ceil(seconds / 60)} minutes"
 
 
 def _see_other(path: str) -> RedirectResponse:
@@ -70,20 +79,23 @@ def login(
     state = state_of(request)
     next_path = signin.local_path(next, PROFILE_PATH)
     name = name.strip()
-    wait = rate_limits.sign_in_wait(state.db, name, clock=state.clock)
+    address = request.client.host if request.client else "an unknown address"
+    # per address and per (address, name), never per name alone: failures elsewhere hold no one back
+    wait = sign_in_limits.sign_in_wait(state.db, address, name, state.clock)
     if wait:
-        minutes = max(1, round(wait / 60))
         held = _login_page(
             request,
             next_path,
             429,
-            f"Too many failed sign-ins as {name}: try again in {minutes} minute{'' if minutes == 1 else 's'}.",
+            f"Too many failed sign-ins from your address ({address}): try again in {_shown_wait(wait)}. "
+            "Other addresses are not held back; a forgotten password is reset by the server's operator "
+            "(`palaestra users create NAME --invite`).",
         )
-        held.headers["Retry-After"] = str(max(1, round(wait)))
+        held.headers["Retry-After"] = str(max(1, math.ceil(wait)))
         return held
     user = accounts.authenticate(state.db, name, password) if name and password else None
     if user is None:
-        rate_limits.note_failed_sign_in(state.db, name, clock=state.clock)
+        sign_in_limits.note_failed_sign_in(state.db, address, name, state.clock)
         return _login_page(
             request,
             next_path,
@@ -91,7 +103,7 @@ def login(
             "Wrong user name or password. (A user without a password signs in once the server's "
             "operator sets one: `palaestra users create NAME --password` or `--invite`.)",
         )
-    rate_limits.clear_failed_sign_ins(state.db, name)
+    sign_in_limits.clear_failed_sign_ins(state.db, address, name)
     response = _see_other(next_path)
     signin.set_session_cookie(
         request, response, accounts.start_session(state.db, user, state.config.session_ttl_s, state.clock)

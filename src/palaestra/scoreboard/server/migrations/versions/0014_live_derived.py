@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0014_live_derived"
-down_revision = "0011_nulls_last_indexes"
+down_revision = "0013_score_log_coverage"
 branch_labels = None
 depends_on = None
 

@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0015_agent_jobs"
-down_revision = "0011_nulls_last_indexes"
+down_revision = "0014_live_derived"
 branch_labels = None
 depends_on = None
 
