@@ -25,3 +25,14 @@ def artifacts_dir(request: pytest.FixtureRequest) -> Iterator[Path]:
     path = REPO_ROOT / "test-artifacts" / request.node.name
     path.mkdir(parents=True, exist_ok=True)
     yield path
+
+
+@pytest.fixture(scope="session")
+def sandbox() -> None:
+    """Skip where the machine cannot make the agent sandbox (the set-up installs bubblewrap; a kernel
+    may forbid user namespaces, as some containers do)."""
+    from palaestra.agents.artifact import sandbox_unavailable_reason
+
+    reason = sandbox_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"the agent sandbox is unavailable here: {reason}")

@@ -32,6 +32,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("accounts", ("accounts",)),
     ("evaluations", ("evaluations",)),
     ("ladders and live runs", ("ladders", "live")),
+    ("agent jobs", ("agents",)),  # the worker stores its run through evaluations' create path
     ("page templates", ("web.render", "web.assets", "web.signin")),
     ("guards", ("guards",)),
     ("routers", ("api", "web")),

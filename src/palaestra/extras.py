@@ -11,6 +11,7 @@ upload client and the built-in agents. Everything else is an extra (``pyproject.
 ``atari``      ale-py's Atari environments
 ``mujoco``     Gymnasium's MuJoCo environments; ``box2d``: its Box2D environments
 ``pettingzoo`` the two-player board games as PettingZoo environments
+``agents``     agent artifacts: ONNX models checked and evaluated in a sandbox (onnx, onnxruntime, pyseccomp)
 ``ray``        benchmark runs on a Ray cluster
 ``envpool``    EnvPool's C++ vector envs (the vector Monitor reads their task ids)
 ``tensorboard`` ``palaestra import tensorboard`` (TensorBoard's reader of event files)
@@ -44,6 +45,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "mujoco": ("mujoco",),
     "box2d": ("Box2D",),
     "pettingzoo": ("pettingzoo",),
+    "agents": ("onnx", "onnxruntime", "pyseccomp"),
     "ray": ("ray",),
     "envpool": ("envpool",),
     "tensorboard": ("tensorboard",),

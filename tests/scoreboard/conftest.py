@@ -30,7 +30,8 @@ PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 @pytest.fixture(scope="session")
 def scoreboard_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ScoreboardServer]:
     """A shared SQLite + file-store server for the whole session (do not kill or restart it)."""
-    server = ScoreboardServer(tmp_path_factory.mktemp("scoreboard-shared")).start()
+    # no agent worker of its own: an agent a test queues here stays queued, changing no other test's board
+    server = ScoreboardServer(tmp_path_factory.mktemp("scoreboard-shared"), env={"PALAESTRA_EMBEDDED_WORKERS": "0"}).start()
     yield server
     server.stop()
 

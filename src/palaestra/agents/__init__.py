@@ -9,6 +9,9 @@ A user agent is any ``factory(observation_space, action_space) -> agent`` whose 
 ``act(observation)``, and optionally ``observe(observation, reward, terminated, truncated)`` and
 ``end_episode()``; name it ``package.module:factory``. A factory that also takes ``seed`` gets
 ``--seed``.
+
+A trained policy submitted to a scoreboard, which evaluates it itself, is an *agent artifact*: an ONNX
+model with a JSON descriptor (:mod:`palaestra.agents.artifact`, the ``agents`` extra).
 """
 
 from palaestra.agents.base import (

@@ -35,6 +35,8 @@ COMMAND_MODULES = (
     "users",
     "login",
     "upload",
+    "agent",
+    "worker",
     "import_",
     "export",
     "benchmark",

@@ -54,6 +54,7 @@ def config_from_args(args: argparse.Namespace) -> Any:
         "grace": "gc_grace_s",
         "idempotency_ttl": "idempotency_ttl_s",
         "unused_file_ttl": "unused_file_ttl_s",
+        "embedded_workers": "embedded_workers",
     }
     extra = {name: getattr(args, flag) for flag, name in flags.items() if getattr(args, flag, None) is not None}
     if getattr(args, "read_only", None):
@@ -169,6 +170,14 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="gc: remove uploaded files no evaluation uses this long after their upload, and their blobs "
         "(env PALAESTRA_UNUSED_FILE_TTL_S; default 172800; 0: never)",
+    )
+    parser.add_argument(
+        "--embedded-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run: agent-evaluation workers in the server's process, 0 none (run `palaestra worker` "
+        "elsewhere) (env PALAESTRA_EMBEDDED_WORKERS; default 1)",
     )
     parser.add_argument("--dry-run", action="store_true", help="gc: report what would be removed, remove nothing")
     parser.add_argument("--json", action="store_true", help="gc: print the report as JSON")

@@ -1,6 +1,7 @@
 """``palaestra upload DIR [--algorithm ID] [--writeup URL] [--benchmark ID] [--server URL] [--json]
-[--dry-run] [--no-provenance]``, ``palaestra upload --follow DIR [--interval S]`` (a run followed live)
-and ``palaestra upload --seal ID``."""
+[--dry-run] [--no-provenance]``, ``palaestra upload --follow DIR [--interval S]`` (a run followed live),
+``palaestra upload --seal ID`` and ``palaestra upload --agent MODEL.onnx [--episodes N] [--wait]`` (an
+agent the board evaluates itself: :mod:`palaestra.scoreboard.client.agents`)."""
 
 from __future__ import annotations
 
@@ -52,6 +53,21 @@ def register(subparsers: Any) -> None:
         metavar="LIVE_ID",
         help="seal a live evaluation of yours (one whose training process died) into an evaluation; "
         "given its DIR too, with its videos and provenance, as the follower seals",
+    )
+    parser.add_argument(
+        "--agent",
+        metavar="MODEL.onnx",
+        help="submit an agent (an ONNX policy with its descriptor MODEL.json beside it, as `palaestra agent "
+        "pack` writes them) for the board to evaluate itself; prints the job's page and id",
+    )
+    parser.add_argument(
+        "--episodes", metavar="N", type=int, help="with --agent: episodes the board plays (default 100)"
+    )
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="with --agent: follow the job, printing each episode's return, until its evaluation is stored "
+        "(exit 0) or it failed (exit 1, with the reason and the log's end)",
     )
     parser.add_argument("--algorithm", metavar="ID", help="algorithm id or name (a new name creates one)")
     parser.add_argument("--writeup", metavar="URL", help="a URL describing the run")
@@ -141,6 +157,8 @@ def _upload(args: argparse.Namespace) -> int:
 
     if args.seal:
         return _seal(args)
+    if args.agent:
+        return _upload_agent(args)
     if args.directory is None:
         raise ConfigurationError("palaestra upload needs a training directory DIR (or --seal LIVE_ID)")
     if args.follow:
@@ -166,6 +184,46 @@ def _upload(args: argparse.Namespace) -> int:
         print(result.web_url)
         print(result.id)
     return 0
+
+
+def _upload_agent(args: argparse.Namespace) -> int:
+    """An agent for the board to evaluate: the job's page and id, and with ``--wait`` its end."""
+    from palaestra.scoreboard import protocol
+    from palaestra.scoreboard.client import ScoreboardClient
+    from palaestra.scoreboard.client.agents import follow_job, submit_agent
+
+    if args.directory is not None:
+        raise ConfigurationError(f"--agent uploads a model, not a directory: leave out {args.directory!r}")
+    with ScoreboardClient.from_config(args.server, retry_budget=args.retry_budget) as client:
+        job = submit_agent(
+            client, args.agent, algorithm=args.algorithm, writeup=args.writeup, episodes=args.episodes
+        )
+        if not args.json:
+            print(job.web_url, flush=True)
+            print(job.id, flush=True)
+        if args.wait:
+
+            def shown(update: Any) -> None:
+                if not args.json:
+                    returns = ", ".join(f"{r:g}" for r in update.returns[-3:])
+                    print(f"{update.status}: {update.episodes_done}/{update.episodes} episodes"
+                          + (f" (last returns {returns})" if returns else ""), flush=True)  # fmt: skip
+
+            job = follow_job(client, job.id, on_update=shown)
+    evaluation_url = (
+        client.server + protocol.evaluation_web_path(job.evaluation_id) if job.evaluation_id else None
+    )
+    if args.json:
+        print(json.dumps({"id": job.id, "object": job.object, "status": job.status, "web_url": job.web_url,
+                          "evaluation_id": job.evaluation_id, "evaluation_url": evaluation_url}))  # fmt: skip
+    elif job.status == "done":
+        print(f"verified evaluation: {evaluation_url}")
+        print(job.evaluation_id)
+    elif job.status == "failed":
+        print(f"The board's evaluation of {args.agent} failed: {job.reason}")
+        if job.log_tail:
+            print(job.log_tail.rstrip()[-2000:])
+    return 1 if job.status == "failed" else 0
 
 
 def _dry_run_match(args: argparse.Namespace) -> int:

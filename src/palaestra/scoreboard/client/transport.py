@@ -277,6 +277,19 @@ class Transport:
                 f"The server's answer to {method} {path} is not a valid {model.__name__}: {short_error(e)}"
             ) from None
 
+    def post_multipart(
+        self, path: str, fields: Mapping[str, str], files: Mapping[str, Any], idempotency_key: str | None = None
+    ) -> Any:
+        """An API call whose body is a multipart form (``POST /v1/agents``), with the API key; JSON back."""
+        headers = {protocol.AUTHORIZATION_HEADER: f"Bearer {self.api_key}", "Accept": "application/json"}
+        if idempotency_key:
+            headers[protocol.IDEMPOTENCY_HEADER] = idempotency_key
+        describe = f"POST {path}"
+        response = self.send(
+            describe, lambda: self._http.post(self.server + path, data=fields, files=files, headers=headers)
+        )
+        return _decode(response, describe)
+
     def open_download(self, path: str, params: Mapping[str, str] | None = None) -> httpx.Response:
         """``GET path`` as a streamed answer (read it with ``iter_bytes``, then close it), retried as
         :meth:`send` retries until its answer starts; the API key is sent where there is one."""

@@ -68,6 +68,7 @@ ID_PREFIX = {
     "ladder_match": "match_",
     "ladder_game": "game_",
     "live_evaluation": "live_",
+    "agent_job": "job_",
 }
 
 #: Error ``type`` meaning "no particular parameter" (the 2017 client maps it to ``param=None``).

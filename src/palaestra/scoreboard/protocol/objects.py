@@ -199,6 +199,10 @@ class EvaluationObject(Response):
     provenance: dict[str, Any] | None = None
     #: the evaluation protocol derived from it (palaestra.scoreboard.server.evaluations.conditions)
     conditions: dict[str, Any] | None = None
+    #: the board ran these episodes itself (an agent uploaded to /v1/agents), and how: the job, its
+    #: seeds, the artifact's sha256 and the evaluator (None: a self-reported upload)
+    verified: bool = False
+    verification: dict[str, Any] | None = None
 
 
 # --------------------------------------------------------------------------------------------------

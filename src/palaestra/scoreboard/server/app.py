@@ -21,6 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from palaestra._version import __version__
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server import api, web
+from palaestra.scoreboard.server.agents.worker import EmbeddedWorkers
 from palaestra.scoreboard.server.api.deps import add_request_bodies
 from palaestra.scoreboard.server.archive.gc import PeriodicGc
 from palaestra.scoreboard.server.core import logs
@@ -71,12 +72,17 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
                 cfg.idempotency_ttl_s,
                 cfg.unused_file_ttl_s,
             ).start()
+        workers = None
+        if cfg.embedded_workers > 0 and not cfg.read_only:  # agents the board evaluates (agents.worker)
+            workers = EmbeddedWorkers(scoreboard, cfg.embedded_workers).start()
         logger.info(
             "palaestra scoreboard: database %s, storage %s", shown_url(cfg.database_url), cfg.storage_url
         )
         try:
             yield
         finally:
+            if workers is not None:
+                workers.stop()
             if cleaner is not None:
                 cleaner.stop()
             if own:
@@ -184,6 +190,7 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
     env["PALAESTRA_INVITE_TTL_S"] = str(config.invite_ttl_s)
     env["PALAESTRA_GC_INTERVAL_S"] = str(config.gc_interval_s)
     env["PALAESTRA_UNUSED_FILE_TTL_S"] = str(config.unused_file_ttl_s)
+    env["PALAESTRA_EMBEDDED_WORKERS"] = str(config.embedded_workers)  # --embedded-workers, in each process
     if config.upload_secret_file:
         env["PALAESTRA_UPLOAD_SECRET_FILE"] = str(config.upload_secret_file)
     return env

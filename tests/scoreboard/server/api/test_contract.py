@@ -85,6 +85,17 @@ def _ladder_routes(api: Contract, folder: Path) -> None:
     api.call("GET", "/v1/ladders/{ladder}/players/{name}", lp.PlayerObject, path={**ladder, "name": "rnd"})
 
 
+def _agent_routes(api: Contract, folder: Path) -> None:
+    """An agent queued for the board's evaluation, and its job (not run here: queued is its state)."""
+    from palaestra.scoreboard.protocol.agents import AgentJobObject
+    from tests.scoreboard.server.agents.agent_helpers import write_cartpole_agent
+
+    model = write_cartpole_agent(folder / "agent")
+    files = {"model": ("m.onnx", model.read_bytes()), "descriptor": ("m.json", model.with_suffix(".json").read_bytes())}
+    job = api.call("POST", "/v1/agents", AgentJobObject, 202, files=files, data={"episodes": "2"})
+    api.call("GET", "/v1/agents/{job_id}", AgentJobObject, path={"job_id": job["id"]})
+
+
 def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: ScoreboardServer, tmp_path: Path) -> None:
     routes = httpx.get(f"{scoreboard_server.url}/openapi.json").json()["paths"]
     operations = {(m.upper(), p) for p, ops in routes.items() if p.startswith("/v1") for m in ops}
@@ -133,6 +144,8 @@ def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: Score
         api.call("GET", "/v1/live_evaluations/{live_id}", live_models, path=live_path)
         sealed = api.call("POST", "/v1/live_evaluations/{live_id}/seal", live_models, path=live_path)
         assert sealed["status"] == "sealed" and sealed["evaluation_id"]
+
+        _agent_routes(api, tmp_path)
 
         api.call("GET", "/v1/envs", protocol.ListPage[protocol.EnvObject])
         api.call("GET", "/v1/envs/{env_id}", protocol.EnvObject, path={"env_id": "CartPole-v0"})

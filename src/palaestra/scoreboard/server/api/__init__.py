@@ -10,6 +10,7 @@ The route table, one router per resource:
 ``POST /v1/evaluations``, ``GET``      :mod:`.evaluations` (scored on creation, atomically)
 ``GET  /v1/evaluations.csv``, ``.parquet``  :mod:`.exports` (the board's results as one table, streamed)
 ``/v1/live_evaluations`` (+ chunks)    :mod:`.live` (runs followed while they train)
+``POST /v1/agents``, ``GET`` one       :mod:`.agents` (agents the board evaluates itself: jobs)
 ``/v1/benchmark_runs`` (+ ``/commit``)  :mod:`.benchmark_runs`
 ``/v1/algorithms``                     :mod:`.algorithms`
 ``/v1/envs``, ``/v1/groups``           :mod:`.envs`
@@ -29,6 +30,7 @@ from fastapi import APIRouter, FastAPI
 
 from palaestra.scoreboard.protocol import API_PREFIX
 from palaestra.scoreboard.server.api import (
+    agents,
     algorithms,
     benchmark_runs,
     envs,
@@ -48,7 +50,7 @@ __all__ = ["ROUTERS", "include"]
 ROUTERS: tuple[APIRouter, ...] = tuple(
     resource.router
     for resource in (
-        health, files, uploads, evaluations, exports, live, benchmark_runs, algorithms, envs, ladders, log
+        health, files, uploads, evaluations, exports, live, agents, benchmark_runs, algorithms, envs, ladders, log
     )
 )
 

@@ -35,6 +35,7 @@ from palaestra.scoreboard.server.accounts.rate_limits import STALE_COUNTER_S
 from palaestra.scoreboard.server.core.clock import SYSTEM_CLOCK, Clock
 from palaestra.scoreboard.server.core.database import Database
 from palaestra.scoreboard.server.core.storage import BlobStore
+from palaestra.scoreboard.server.tables.agents import AgentJob
 from palaestra.scoreboard.server.tables.scores import Evaluation
 from palaestra.scoreboard.server.tables.service import FileRecord, IdempotencyKey, RateCounter
 
@@ -139,14 +140,15 @@ def _expire(db: Database, table: Any, condition: Any, dry_run: bool) -> int:
 
 
 def referenced_keys(db: Database) -> set[str]:
-    """Every blob key a row references: files (their bytes; an uploaded archive's videos) and
-    evaluations (their episode batch and videos)."""
+    """Every blob key a row references: files (their bytes; an uploaded archive's videos),
+    evaluations (their episode batch and videos) and agent jobs (their artifact)."""
     keys: set[str] = set()
     with db.connect() as conn:
         for key, ingest in conn.execute(sa.select(FileRecord.storage_key, FileRecord.ingest)):
             keys.update(_keys(key, (ingest or {}).get("videos", [])))
         for key, videos in conn.execute(sa.select(Evaluation.episode_batch_key, Evaluation.videos)):
             keys.update(_keys(key, videos or []))
+        keys.update(conn.scalars(sa.select(AgentJob.artifact_key)))  # agents the board evaluates
     return keys
 
 

@@ -48,6 +48,7 @@ ENV_INLINE_HANDLERS = "PALAESTRA_INLINE_HANDLERS"
 ENV_TRUST_PROXY = "PALAESTRA_TRUST_PROXY"
 ENV_UPLOAD_SECRET_FILE = "PALAESTRA_UPLOAD_SECRET_FILE"
 ENV_READ_ONLY = "PALAESTRA_READ_ONLY"
+ENV_AGENT_UNCONFINED = "PALAESTRA_AGENT_UNCONFINED"
 #: Host names of a database on this machine (no host at all: a Unix socket).
 LOCAL_HOSTS = {None, "", "localhost", "127.0.0.1", "::1"}
 #: Integer settings that may also come from the environment (name -> ServerConfig field).
@@ -71,6 +72,12 @@ ENV_LIMITS = {
     "PALAESTRA_MIN_FREE_BYTES": "min_free_bytes",
     "PALAESTRA_UNUSED_FILE_TTL_S": "unused_file_ttl_s",
     "PALAESTRA_LIVE_ABANDONED_AFTER_S": "live_abandoned_after_s",
+    "PALAESTRA_EMBEDDED_WORKERS": "embedded_workers",
+    "PALAESTRA_MAX_AGENT_BYTES": "max_agent_bytes",
+    "PALAESTRA_RATE_LIMIT_AGENTS_PER_HOUR": "agents_per_hour",
+    "PALAESTRA_AGENT_LEASE_S": "agent_lease_s",
+    "PALAESTRA_AGENT_MAX_ATTEMPTS": "agent_max_attempts",
+    "PALAESTRA_AGENT_WALL_S": "agent_wall_s",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -86,6 +93,15 @@ DEFAULT_ANONYMOUS_READS_PER_MINUTE = 1200
 DEFAULT_LIVE_RUNS_PER_HOUR = 200
 #: Chunks a user may send per minute: 20 followers each sending 30 (30,000 episodes a minute each).
 DEFAULT_LIVE_CHUNKS_PER_MINUTE = 600
+#: Agent evaluations (:mod:`..agents.jobs`): the largest ``.onnx`` file accepted (a CleanRL Atari network is
+#: 7 MB), agents a user may upload per hour, how long a worker's lease lasts without a heartbeat (it
+#: renews it every quarter of that), and how many workers may die on a job before it fails.
+DEFAULT_MAX_AGENT_BYTES = 64 * 1024 * 1024
+DEFAULT_AGENTS_PER_HOUR = 30
+DEFAULT_AGENT_LEASE_S = 60
+DEFAULT_AGENT_MAX_ATTEMPTS = 3
+#: The wall-clock limit of one job's run in the sandbox (100 Atari episodes at 27,000 steps are minutes).
+DEFAULT_AGENT_WALL_S = 3600
 
 
 def default_data_dir() -> Path:
@@ -159,6 +175,17 @@ class ServerConfig:
     #: render a still of an installed env that has no picture from a video (the static mirror does not:
     #: hundreds of envs rendered on the exporting machine would be that machine's, not the board's)
     render_env_pictures: bool = True
+    #: agent-evaluation workers the server runs in its own process (threads; 0: none, e.g. when
+    #: ``palaestra worker`` runs elsewhere); the rest of the agent settings: see the defaults above
+    embedded_workers: int = 1
+    max_agent_bytes: int = DEFAULT_MAX_AGENT_BYTES
+    agents_per_hour: int = DEFAULT_AGENTS_PER_HOUR
+    agent_lease_s: int = DEFAULT_AGENT_LEASE_S
+    agent_max_attempts: int = DEFAULT_AGENT_MAX_ATTEMPTS
+    agent_wall_s: int = DEFAULT_AGENT_WALL_S
+    #: run agents without the sandbox where the kernel cannot give one (namespaces forbidden): the
+    #: operator's explicit choice (``PALAESTRA_AGENT_UNCONFINED=1``); otherwise the worker refuses to start
+    agent_unconfined: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -255,6 +282,11 @@ def resolve_config(
         if read_only not in ("0", "1"):
             raise ConfigurationError(f"{ENV_READ_ONLY} must be 1 or 0, not {env[ENV_READ_ONLY]!r}")
         extra["read_only"] = read_only == "1"
+    unconfined = env.get(ENV_AGENT_UNCONFINED, "").strip().lower()
+    if "agent_unconfined" not in extra and unconfined:
+        if unconfined not in ("0", "1"):
+            raise ConfigurationError(f"{ENV_AGENT_UNCONFINED} must be 1 or 0, not {env[ENV_AGENT_UNCONFINED]!r}")
+        extra["agent_unconfined"] = unconfined == "1"
     for name, field_name in ENV_LIMITS.items():
         if field_name not in extra and env.get(name):
             try:

@@ -13,6 +13,10 @@ Uploading the directory of a live run sealed before answers the evaluation the s
 :data:`SEALED_TWIN_HEADER`), no new one: the caller passes the :data:`TwinFinder` that finds it
 (:func:`palaestra.scoreboard.server.live.twins.sealed_twin_answer`, a floor above this one).
 
+A caller may add to the evaluation with an :class:`Extra`: columns of its row, and work done in its
+insert's transaction (a worker marks the board's own evaluation of an agent verified, and its job done,
+so: :mod:`palaestra.scoreboard.server.agents.worker`).
+
 Answers render :class:`~palaestra.scoreboard.server.evaluations.records.EvaluationRecord`, as the web
 pages do.
 """
@@ -52,7 +56,7 @@ from palaestra.scoreboard.server.tables.base import snapshot, utcnow
 from palaestra.scoreboard.server.tables.scores import Algorithm, BenchmarkRun, Evaluation, upsert_env_stats
 from palaestra.scoreboard.server.tables.service import FileRecord
 
-__all__ = ["BATCH", "SEALED_TWIN_HEADER", "VIDEO", "TwinFinder", "create_evaluation"]
+__all__ = ["BATCH", "SEALED_TWIN_HEADER", "VIDEO", "Extra", "TwinFinder", "create_evaluation"]
 
 logger = logging.getLogger("palaestra.scoreboard.api")
 
@@ -78,15 +82,28 @@ SEALED_TWIN_HEADER = "Palaestra-Sealed-Live-Evaluation"
 TwinFinder = Callable[[ServerState, Request, Principal, str | None, str | None, EpisodeBatch | None], Response | None]
 
 
+@dataclass(frozen=True)
+class Extra:
+    """What a caller of :func:`create_evaluation` adds to the evaluation: ``columns`` of its row, and
+    ``within(session, evaluation_id)``, run in its insert's transaction (raising rolls it all back).
+    The board's own agent evaluations are marked verified so
+    (:mod:`palaestra.scoreboard.server.agents.worker`)."""
+
+    columns: dict[str, Any]
+    within: Callable[[Session, str], None]
+
+
 def create_evaluation(
     body: protocol.EvaluationCreate,
     request: Request,
     principal: Principal,
     state: ServerState,
     find_twin: TwinFinder | None = None,
+    extra: Extra | None = None,
 ) -> Response:
     """What ``POST /v1/evaluations`` does, in this thread: the answer (201, or the stored answer of a
-    retried request, or, through ``find_twin``, the evaluation of a live run sealed before)."""
+    retried request, or, through ``find_twin``, the evaluation of a live run sealed before); ``extra``:
+    what a worker adds to the evaluation of an agent it ran."""
     if not body.env:
         raise Problem(
             400, "Missing required parameter 'env' (the env id the episodes were recorded on).", "env"
@@ -98,7 +115,9 @@ def create_evaluation(
     _check_benchmark_env(body.env, refs)
     content = _Content()
     try:
-        response = _score_and_insert(state, request, principal, body, idempotency, refs, content, find_twin)
+        response = _score_and_insert(
+            state, request, principal, body, idempotency, refs, content, find_twin, extra
+        )
     except BaseException:
         _delete_quietly(state, content.stored_keys)  # copies no evaluation references
         raise
@@ -121,11 +140,12 @@ def _score_and_insert(
     refs: _References,
     content: _Content,
     find_twin: TwinFinder | None,
+    extra: Extra | None = None,
 ) -> Response:
     _read_content(state, refs, content)
     twin = (
         None
-        if refs.run or find_twin is None
+        if refs.run or extra or find_twin is None
         else find_twin(state, request, principal, body.env, content.batch_sha256, content.batch)
     )
     if twin is not None:
@@ -141,7 +161,14 @@ def _score_and_insert(
     videos = [v.stored() for v in content.videos]
     content.blobs = scorelog.evaluation_blobs(state.store, content.batch_key, content.batch_sha256, videos)
     new = _NewEvaluation(
-        new_id("evaluation"), body, principal, refs, content, scored, state.config.base_url(str(request.base_url))
+        new_id("evaluation"),
+        body,
+        principal,
+        refs,
+        content,
+        scored,
+        state.config.base_url(str(request.base_url)),
+        extra,
     )
     return idempotency.create(state.db, lambda session: _insert(state, session, new))
 
@@ -339,6 +366,7 @@ class _NewEvaluation:
     content: _Content
     scoring: EvaluationScoring
     base_url: str
+    extra: Extra | None = None
 
 
 def _insert(
@@ -366,9 +394,12 @@ def _insert(
         "created": now,
         **_provenance_columns(env_id, new.body.provenance),
         **scoring.columns(),
+        **(new.extra.columns if new.extra else {}),
     }
     inserted = session.connection().execute(_INSERT_EVALUATION, values).inserted_primary_key
     assert inserted is not None  # a single-row INSERT
+    if new.extra is not None:
+        new.extra.within(session, new.id)
     _claim_files(session, refs, new.content.file_updates, new.id)
     if refs.run is not None and session.scalar(_RUN_STATUS, {"run_seq": refs.run.seq}) == "committed":
         raise Problem(409, f"Benchmark run {refs.run.id} was committed meanwhile.", "benchmark_run_id")

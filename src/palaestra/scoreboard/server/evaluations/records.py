@@ -235,6 +235,9 @@ class EvaluationRecord:
     provenance: dict[str, Any] | None = None
     conditions: dict[str, Any] | None = None
     conditions_key: str | None = None
+    #: run by the board itself (an uploaded agent, server/agents/jobs.py): its seeds, artifact and evaluator
+    verified: bool = False
+    verification: dict[str, Any] | None = None
 
     @classmethod
     def of(
@@ -266,6 +269,8 @@ class EvaluationRecord:
             provenance=sorted_keys(evaluation.provenance),
             conditions=sorted_keys(evaluation.conditions or derive_conditions(evaluation.env_id or "", None)),
             conditions_key=evaluation.conditions_key,
+            verified=bool(evaluation.verified),
+            verification=sorted_keys(evaluation.verification),
         )
 
     def to_object(self, base_url: str) -> protocol.EvaluationObject:
@@ -288,6 +293,8 @@ class EvaluationRecord:
             web_url=f"{base_url}{protocol.evaluation_web_path(self.id)}",
             provenance=self.provenance,
             conditions=self.conditions,
+            verified=self.verified,
+            verification=self.verification,
         )
 
 

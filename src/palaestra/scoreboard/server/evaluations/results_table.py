@@ -75,9 +75,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("commit", "string", "the git commit of the code that ran, from its provenance; empty if unknown"),
 )
 
-#: Whether an evaluation was verified: false for every evaluation until the evaluations table has a
-#: ``verified`` column (issue 36 adds it); the table keeps the column either way.
-_VERIFIED = getattr(Evaluation, "verified", sa.false())
+#: Whether the board ran the evaluation itself (an uploaded agent, :mod:`..agents.jobs`).
+_VERIFIED = Evaluation.verified
 
 
 def _bool(name: str, value: str) -> bool:

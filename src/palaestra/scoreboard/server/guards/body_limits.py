@@ -3,7 +3,8 @@
 - :data:`MAX_JSON_BODY_BYTES`: every ``/v1`` route that takes a JSON body (and any other route), but
   a match upload's and a live run's chunk (:data:`palaestra.scoreboard.protocol.live.MAX_CHUNK_BODY_BYTES`);
 - the configured upload maximum (plus :data:`FORM_OVERHEAD_BYTES` of multipart framing) for the
-  upload forms at ``/v1/uploads/{file_id}``, whose handler then holds each file to its own cap.
+  upload forms at ``/v1/uploads/{file_id}``, whose handler then holds each file to its own cap, and
+  ``max_agent_bytes`` (plus the framing) for an agent's form at ``/v1/agents``.
 
 :class:`BodyLimitMiddleware` answers 413 at once when the ``Content-Length`` says the body is too
 large, and otherwise counts the bytes as the app receives them, stopping with a 413 the moment the
@@ -20,6 +21,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from palaestra.scoreboard.protocol import API_PREFIX
+from palaestra.scoreboard.protocol.agents import AGENTS_PATH
 from palaestra.scoreboard.protocol.ladder import LADDER_MATCHES_PATH, MAX_MATCH_BODY_BYTES
 from palaestra.scoreboard.protocol.live import MAX_CHUNK_BODY_BYTES
 from palaestra.scoreboard.server.core.config import ServerConfig
@@ -37,6 +39,8 @@ _UPLOADS = f"{API_PREFIX}/uploads/"
 #: A match upload carries its game records in its JSON body (palaestra.scoreboard.protocol.ladder).
 _LADDER_MATCHES = f"{API_PREFIX}{LADDER_MATCHES_PATH}"
 _LIVE = f"{API_PREFIX}/live_evaluations/"
+#: An agent upload is a form of its .onnx file and descriptor (palaestra.scoreboard.protocol.agents).
+_AGENTS = f"{API_PREFIX}{AGENTS_PATH}"
 
 
 def body_limit(config: ServerConfig, path: str) -> int:
@@ -45,6 +49,8 @@ def body_limit(config: ServerConfig, path: str) -> int:
         return max(config.max_episode_batch_bytes, config.max_video_archive_bytes) + FORM_OVERHEAD_BYTES
     if path == _LADDER_MATCHES:
         return MAX_MATCH_BODY_BYTES
+    if path == _AGENTS:
+        return config.max_agent_bytes + FORM_OVERHEAD_BYTES
     if path.startswith(_LIVE) and path.endswith("/chunks"):  # a chunk of the protocol's most episodes
         return MAX_CHUNK_BODY_BYTES
     return MAX_JSON_BODY_BYTES

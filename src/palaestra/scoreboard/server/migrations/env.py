@@ -13,6 +13,9 @@ from palaestra.scoreboard.server.tables import (
     accounts as account_tables,
 )
 from palaestra.scoreboard.server.tables import (
+    agents as agent_tables,
+)
+from palaestra.scoreboard.server.tables import (
     ladders as ladder_db,
 )
 from palaestra.scoreboard.server.tables import (
@@ -27,7 +30,7 @@ from palaestra.scoreboard.server.tables import (
 from palaestra.scoreboard.server.tables.base import Base
 
 #: every module that defines tables: importing them puts their tables in ``Base.metadata``
-TABLE_MODULES = (account_tables, db, ladder_db, live_tables, service_tables)
+TABLE_MODULES = (account_tables, agent_tables, db, ladder_db, live_tables, service_tables)
 
 config = context.config
 target_metadata = Base.metadata

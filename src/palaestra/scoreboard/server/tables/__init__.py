@@ -6,6 +6,7 @@
 - :mod:`.service`: uploaded files, idempotency keys, rate counters, signing keys, the score log, caches;
 - :mod:`.ladders`: ladder players, games and ratings;
 - :mod:`.live`: live runs, their sources and chunks.
+- :mod:`.agents`: agent jobs (agents the board evaluates itself).
 
 Only tables and the statements that keep a row's own columns consistent: no service logic.
 """

@@ -108,6 +108,9 @@ class Evaluation(Base):
         sa.Index("ix_evaluations_env_conditions", "env_id", "conditions_key", "seq"),
         # an env page in algorithm order counts its rows per algorithm, then reads them, along this
         sa.Index("ix_evaluations_env_algorithm", "env_id", "algorithm_seq", "seq"),
+        # an env's verified entries, ranked apart (``?verified=1``, migration 0015)
+        sa.Index("ix_evaluations_env_verified", "env_id", "verified", "seq"),
+        sa.Index("ux_evaluations_agent_job_id", "agent_job_id", unique=True),
     )
 
     seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=True)
@@ -160,6 +163,12 @@ class Evaluation(Base):
     provenance: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     conditions: Mapped[dict[str, Any] | None] = mapped_column(default=None)
     conditions_key: Mapped[str | None] = mapped_column(sa.String(16), default=None)
+    #: the board ran this evaluation itself (an uploaded agent, :mod:`..agents.jobs`): its episodes are
+    #: the board's, not the uploader's; ``verification`` says how (seeds, artifact sha256, evaluator)
+    #: and ``agent_job_id`` which job it was, once: unique, so a job is never stored twice
+    verified: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    verification: Mapped[dict[str, Any] | None] = mapped_column(default=None)
+    agent_job_id: Mapped[str | None] = mapped_column(sa.String(40), default=None)
 
 
 class EnvStats(Base):

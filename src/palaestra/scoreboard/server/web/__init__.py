@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse
 
 from palaestra.scoreboard.server.web import (
     account_routes,
+    agent_pages,
     benchmark_routes,
     downloads,
     ladder_pages,
@@ -41,6 +42,7 @@ def include(app: FastAPI) -> None:
     app.include_router(account_routes.router)
     app.include_router(ladder_pages.router)
     app.include_router(live_pages.router)
+    app.include_router(agent_pages.router)
 
     @app.exception_handler(CsrfRefused)
     async def _csrf_refused(request: Request, exc: CsrfRefused) -> HTMLResponse:

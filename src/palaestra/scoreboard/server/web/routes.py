@@ -27,6 +27,7 @@ from palaestra.scoreboard.server.evaluations.records import (
 from palaestra.scoreboard.server.tables.base import sorted_keys
 from palaestra.scoreboard.server.tables.scores import Evaluation
 from palaestra.scoreboard.server.web import (
+    agent_pages,
     aggregate,
     compare,
     entries,
@@ -138,22 +139,28 @@ def env_page(
     page: str = Query("1", max_length=12),
     conditions: str = Query("", max_length=40),
     rank: str = Query("", max_length=20),
+    verified: str = Query("", max_length=2),
 ) -> HTMLResponse:
     """The leaderboard of single runs (the 2017 ranking, each row labelled with its conditions), one
-    set of conditions apart (``conditions=KEY``), or seed groups ranked as entries (``rank=entries``)."""
+    set of conditions apart (``conditions=KEY``), or seed groups ranked as entries (``rank=entries``);
+    ``verified=1``: the evaluations this board ran itself, ranked apart."""
     rank = rank if rank == "entries" else ""
+    verified = "1" if verified == "1" else ""
     with database(request).read() as session:
         header = queries.env_header(session, env_id)
         if header is None:
             return not_found(request, f"No environment {env_id!r} is known to this scoreboard.")
         sets = entries.condition_sets(session, env_id)
         only = entries.condition_filter(conditions)
+        if verified:
+            own = agent_pages.verified_filter(verified)
+            only = own if only is None else sa.and_(only, own)
         rows, pager = queries.leaderboard(
             session, env_id, sort, page_number(page), request.url.path, only=only
         )
         ranked = entries.rank_entries(session, env_id, only) if rank else None
         running = live_pages.in_progress_rows(request, session, live_pages.env_filter(env_id))
-    params = {k: v for k, v in (("conditions", conditions), ("rank", rank)) if v}
+    params = {k: v for k, v in (("conditions", conditions), ("rank", rank), ("verified", verified)) if v}
     # entries are paged as single runs are: at field scale an env has thousands of them
     entries_page = _entries_page(ranked, page_number(page), request.url.path, params)
     return render(
@@ -170,6 +177,7 @@ def env_page(
         entries_page=entries_page,
         few_seeds=entries.FEW_SEEDS,
         live_runs=running,
+        verified_only=bool(verified),
     )
 
 
@@ -411,6 +419,7 @@ def evaluation_page(request: Request, evaluation_id: str) -> HTMLResponse:
         compare_url=compare.CompareSettings().url([ev.id, best]) if best and best != ev.id else None,
         run=provenance_view(ev.provenance, ev.conditions),
         ladder_links=ladder_links,
+        verified=agent_pages.verified_view(request, ev),
     )
 
 
