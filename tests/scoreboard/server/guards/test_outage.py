@@ -96,6 +96,7 @@ def test_a_postgresql_outage_is_503_with_retry_after_on_every_route(
         "run_id": "brun_x", "benchmark_id": "ClassicControl2-v1", "file_id": "file_x", "id": "x",
         "video_name": "v", "token": "t", "key_id": "key_x", "match_id": "lmatch_x", "game_id": "lgame_x",
         "ladder": "go9", "seq": "1", "index": "0", "live_id": "live_x",
+        "job_id": "ajob_x",
     }  # fmt: skip
     with server.signed_in_client("walker", "correct horse battery") as browser, httpx.Client(
         base_url=server.url, timeout=60
