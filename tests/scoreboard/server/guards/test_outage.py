@@ -21,7 +21,7 @@ import pytest
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server import api
-from palaestra.scoreboard.server.guards.outage import database_unavailable
+from palaestra.scoreboard.server.core.outages import database_unavailable
 from palaestra.scoreboard.server.web import account_routes, benchmark_routes, downloads, routes
 from tests.scoreboard.client.client_helpers import record_cartpole
 from tests.scoreboard.conftest import PG_ADMIN_URL

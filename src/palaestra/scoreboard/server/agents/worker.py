@@ -56,6 +56,7 @@ from palaestra.scoreboard.server.agents.jobs import Claim, LeaseLost
 from palaestra.scoreboard.server.core.clock import SYSTEM_CLOCK
 from palaestra.scoreboard.server.core.config import ServerConfig
 from palaestra.scoreboard.server.core.ids import new_id
+from palaestra.scoreboard.server.core.outages import database_unavailable
 from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.core.storage import BlobDamaged, BlobNotFound, sha256_of
 from palaestra.scoreboard.server.evaluations.create import Extra, create_evaluation
@@ -136,6 +137,11 @@ def sandbox_unavailable() -> type[BaseException]:
     return SandboxUnavailable
 
 
+def _first_line(exc: BaseException) -> str:
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
 @dataclass
 class _Progress:
     """A running job's returns so far, shared by the run's callback and the heartbeat thread."""
@@ -158,15 +164,22 @@ class AgentWorker:
     def run_forever(self, stop: threading.Event, poll_s: float = POLL_S) -> None:
         """Run jobs until ``stop`` is set (between jobs)."""
         logger.info("Agent worker %s waiting for jobs", self.name)
+        waiting_out_outage = False
         while not stop.is_set():
             try:
                 ran = self.run_once()
             except sandbox_unavailable() as e:
                 logger.error("Agent worker %s stops: %s", self.name, e)
                 return
-            except Exception:
-                logger.exception("Agent worker %s: a job's run broke; the next claim retries it", self.name)
+            except Exception as e:
+                if not database_unavailable(e):
+                    logger.exception("Agent worker %s: a job's run broke; the next claim retries it", self.name)
+                elif not waiting_out_outage:  # one line per outage, not a traceback a second
+                    logger.warning("Agent worker %s: the database is unavailable (%s); it waits", self.name, _first_line(e))
+                waiting_out_outage = database_unavailable(e)
                 ran = None
+            else:
+                waiting_out_outage = False
             if ran is None:
                 stop.wait(poll_s)
 

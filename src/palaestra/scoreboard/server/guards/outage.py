@@ -1,6 +1,6 @@
 """A database outage is a 503 with ``Retry-After``, on every route, never a 500.
 
-:func:`database_unavailable` tells an outage (the database cannot be reached, refuses connections,
+:func:`database_unavailable` (from :mod:`..core.outages`) tells an outage (the database cannot be reached, refuses connections,
 was shut down, is locked past the busy timeout, cannot be opened or read, or the connection pool is
 exhausted) from a fault of the request or of the code (those stay 400s and 500s). A full database is
 not an outage but a 507 (:func:`..problems.storage_full`, checked first).
@@ -13,11 +13,11 @@ that do not ask for HTML, the scoreboard's error page for browsers. Either carri
 from __future__ import annotations
 
 import logging
-import sqlite3
 from typing import Any
 
-import sqlalchemy as sa
 from starlette.responses import HTMLResponse, Response
+
+from palaestra.scoreboard.server.core.outages import database_unavailable
 
 __all__ = ["RETRY_AFTER_S", "UNAVAILABLE_DETAIL", "database_unavailable", "unavailable_response"]
 
@@ -29,39 +29,6 @@ UNAVAILABLE_DETAIL = (
     "The scoreboard's database is unavailable just now: nothing of this request was stored. "
     f"Send it again in a few seconds (Retry-After: {RETRY_AFTER_S})."
 )
-#: SQLite's primary result codes of a database that cannot be used just now (the file locked past the
-#: busy timeout, gone, unreadable, read-only, or failing I/O), as ``sqlite3`` names them.
-_SQLITE_OUTAGES = ("SQLITE_BUSY", "SQLITE_LOCKED", "SQLITE_CANTOPEN", "SQLITE_IOERR", "SQLITE_READONLY", "SQLITE_PERM")
-
-
-def database_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what it wraps) says the database cannot be used just now."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if _is_outage(current):
-            return True
-        current = getattr(current, "orig", None) or current.__cause__ or current.__context__
-    return False
-
-
-def _is_outage(exc: BaseException) -> bool:
-    if isinstance(exc, sa.exc.TimeoutError):  # no pooled connection came free in time
-        return True
-    if isinstance(exc, sa.exc.DBAPIError) and exc.connection_invalidated:
-        return True
-    if isinstance(exc, sqlite3.Error):
-        name = str(getattr(exc, "sqlite_errorname", ""))
-        return name.startswith(_SQLITE_OUTAGES)
-    try:
-        import psycopg
-    except ImportError:  # pragma: no cover - SQLite-only installs
-        return False
-    # Connection failures (SQLSTATE class 08), a server shutting down or starting (57P0x), too many
-    # connections (53300), lock and statement timeouts: psycopg's OperationalError. Its DiskFull is
-    # a 507, recognised before this is asked.
-    return isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError)
 
 
 def unavailable_response(scope: Any, rid: str, problem_body: dict[str, Any]) -> Response:
