@@ -19,12 +19,19 @@ __all__ = ["fsync_directory", "write_atomically"]
 
 
 def write_atomically(
-    path: str | os.PathLike[str], write: Callable[[BinaryIO], object], tmp: str | os.PathLike[str] | None = None
+    path: str | os.PathLike[str],
+    write: Callable[[BinaryIO], object],
+    tmp: str | os.PathLike[str] | None = None,
+    *,
+    durable: bool = True,
 ) -> None:
     """Make ``path`` hold what ``write(file)`` writes, atomically and durably.
 
     ``tmp`` is the temporary file (default ``<path>~``, as the 2017 Monitor named it); it must be on
-    the same file system as ``path``.
+    the same file system as ``path``. ``durable=False`` leaves out the two fsyncs: the new file then
+    survives the process being killed (it is in the kernel's page cache) but not a power loss, which
+    is the episode journal's promise too; for a file rewritten often whose last version is written
+    durably at the end.
     """
     target = os.fspath(path)
     temporary = os.fspath(tmp) if tmp is not None else target + "~"
@@ -32,13 +39,15 @@ def write_atomically(
         with open(temporary, "wb") as f:
             write(f)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-    fsync_directory(os.path.dirname(target) or ".")
+    if durable:
+        fsync_directory(os.path.dirname(target) or ".")
 
 
 def fsync_directory(path: str | os.PathLike[str]) -> None:

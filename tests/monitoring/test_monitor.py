@@ -223,7 +223,9 @@ def test_completed_episodes_are_journaled_not_rewritten(tmp_path, monkeypatch):
     """Keeping the directory crash-safe costs O(1) per episode: no full rewrite per episode."""
     writes = []
     real = files.atomic_write_json
-    monkeypatch.setattr(files, "atomic_write_json", lambda path, doc: (writes.append(path), real(path, doc)))
+    monkeypatch.setattr(
+        files, "atomic_write_json", lambda path, doc, **kw: (writes.append(path), real(path, doc, **kw))
+    )
     env = palaestra.Monitor(gym.make(register_counting_env(), length=1), tmp_path, video_callable=False)
     env.reset()
     writes_at_start = len(writes)

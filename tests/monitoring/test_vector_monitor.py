@@ -258,7 +258,9 @@ def test_resuming_adds_a_run_beside_the_earlier_one(tmp_path):
 def test_the_directory_loads_while_the_monitor_is_open_from_the_shared_journal(tmp_path, monkeypatch):
     writes = []
     real = files.atomic_write_json
-    monkeypatch.setattr(files, "atomic_write_json", lambda path, doc: (writes.append(path), real(path, doc)))
+    monkeypatch.setattr(
+        files, "atomic_write_json", lambda path, doc, **kw: (writes.append(path), real(path, doc, **kw))
+    )
     envs = palaestra.Monitor(counting_envs([1] * 4, AutoresetMode.SAME_STEP), tmp_path)
     envs.reset()
     writes_at_start = len(writes)

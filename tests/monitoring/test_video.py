@@ -378,10 +378,10 @@ def test_invalid_text_frames_break_the_video(
 def test_ansi_full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_write = files.atomic_write_json
 
-    def write(path: str, document: Any) -> None:
+    def write(path: str, document: Any, **options: Any) -> None:
         if str(path).endswith(".video000000.json"):
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-        real_write(path, document)
+        real_write(path, document, **options)
 
     monkeypatch.setattr(video_module.files, "atomic_write_json", write)
     env = Monitor(TextEnv(length=2), tmp_path, video_callable=every_episode)

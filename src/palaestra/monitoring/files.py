@@ -111,16 +111,17 @@ def json_default(obj: Any) -> Any:
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 
 
-def atomic_write_json(path: str | os.PathLike[str], document: Any) -> None:
+def atomic_write_json(path: str | os.PathLike[str], document: Any, *, durable: bool = True) -> None:
     """Write ``document`` as JSON so that readers see the old file or the new one, never half, and a
     power loss after it returns keeps the new one (:func:`palaestra.durable.write_atomically`).
 
     The temporary file is ``<path>~`` as in 2017, fsynced and replaced over the target with
     ``os.replace``. Episodes are journaled, not rewritten (:mod:`.journal`), so this runs when a
-    Monitor starts and closes (and on every reset only with ``write_upon_reset=True``).
+    Monitor starts and closes (and on every reset only with ``write_upon_reset=True``). ``durable=False``:
+    see :func:`~palaestra.durable.write_atomically`.
     """
     data = json.dumps(document, default=json_default).encode("utf-8")
-    write_atomically(path, lambda f: f.write(data))
+    write_atomically(path, lambda f: f.write(data), durable=durable)
 
 
 def atomic_write_json_columns(path: str | os.PathLike[str], document: dict[str, Any]) -> None:
