@@ -12,6 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from palaestra.scoreboard.server.evaluations import scorelog
+from palaestra.scoreboard.server.evaluations.coverage import CURRENT_VERSION
 from palaestra.scoreboard.server.tables.scores import Evaluation
 from palaestra.scoreboard.server.tables.service import ScoreLogEntry
 from tests.scoreboard.server.archive.test_export_import import board_env, palaestra, small_board
@@ -101,7 +102,7 @@ def _as_version_1(data_dir: Path) -> None:
     engine.dispose()
 
 
-def test_a_log_of_version_1_entries_still_verifies_and_goes_on_in_version_2(
+def test_a_log_of_version_1_entries_still_verifies_and_goes_on_in_the_current_version(
     fresh_scoreboard_server: ScoreboardServer,
 ) -> None:
     server = fresh_scoreboard_server
@@ -113,6 +114,6 @@ def test_a_log_of_version_1_entries_still_verifies_and_goes_on_in_version_2(
     with server.client() as c:
         upload_evaluation(c, batch=make_batch(9))
         entries = c.get("/v1/log").json()["data"]
-    assert [e["version"] for e in entries] == [1, 1, 2]
+    assert [e["version"] for e in entries] == [1, 1, CURRENT_VERSION]
     for where in ((), (server.url,)):
         assert "Verified 3 log entries" in server.palaestra("server", "verify", *where).stdout

@@ -2,7 +2,8 @@
 database behind the server's back, a blob, a line of an export) of a board that a real server
 filled, and verify must fail naming what was changed. Before version 2 of the log, 10 of 12 such
 edits passed: curves, provenance, conditions, ladder games and ratings, user and algorithm names
-were not hashed. A board whose log holds version-1 entries still verifies (the hash chain is
+were not hashed; before version 3, a self-reported evaluation could be marked verified (the board's
+own evaluation of an agent) unnoticed. A board whose log holds version-1 entries still verifies (the hash chain is
 extended, not rewritten)."""
 
 from __future__ import annotations
@@ -118,6 +119,9 @@ BOARD_TAMPERINGS: list[tuple[str, Callable[[Path], None], str]] = [
      _sql("""UPDATE evaluations SET conditions = json_set(conditions, '$.max_episode_steps', 10000)"""), "its conditions"),
     ("the owner's name", _sql("UPDATE users SET name = 'mallory' WHERE name = 'owner'"), "its user_name"),
     ("the algorithm's name", _sql("UPDATE algorithms SET name = 'forged-alg'"), "its algorithm_name"),
+    ("a self-reported evaluation marked verified", _sql("UPDATE evaluations SET verified = 1"), "its verified"),
+    ("a verification's seeds", _sql("""UPDATE evaluations SET verification = '{"seeds": [1, 2, 3]}'"""),
+     "its verification"),
     ("the episode batch", _rewrite_blob("SELECT episode_batch_key FROM evaluations"), "was rewritten"),
     ("a video", _rewrite_blob("SELECT json_extract(videos, '$[0].key') FROM evaluations"), "was rewritten"),
     ("a ladder game's winner",
@@ -171,6 +175,8 @@ EXPORT_TAMPERINGS: list[tuple[str, Callable[[Path], None], str]] = [
     ("an exported evaluation's provenance", _edit_line("records/evaluations.jsonl", _set(provenance={"format": 1})),
      "its provenance"),
     ("an exported evaluation's curves", _edit_line("records/evaluations.jsonl", _set(curves=None)), "its curves"),
+    ("an exported evaluation marked verified", _edit_line("records/evaluations.jsonl", _set(verified=True)),
+     "its verified"),
     ("an exported user's name",
      _edit_line("records/users.jsonl", _set(name="mallory"), lambda r: r["name"] == "owner"), "its user_name"),
     ("an exported rating", _edit_line("records/ladder_ratings.jsonl", lambda r: r.update(rating=r["rating"] + 1)),

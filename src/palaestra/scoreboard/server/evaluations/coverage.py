@@ -9,6 +9,10 @@
   result, moves and the sha256 of its record's text), appended when the match is stored, and
   ``ladder_ratings`` (a ladder's whole table of ratings), appended each time the ladder is rated
   again, whose *latest* entry must match the table (:data:`SUPERSEDED`).
+- **Version 3** (every entry made since the board evaluates agents itself): an evaluation's document
+  also holds whether the board produced it (``verified``) and how (``verification``: the seeds it
+  chose, the artifact's sha256, the job), so a self-reported score cannot be turned into a verified
+  one, nor its seeds changed, without verify naming it.
 
 Not covered, and said so in docs/archive.md: a live run before it is sealed (it changes with every
 chunk; once sealed, its evaluation is logged), a run's tags and algorithm and an algorithm's
@@ -51,7 +55,7 @@ __all__ = [
 ]
 
 #: The version of the entries this palaestra appends.
-CURRENT_VERSION = 2
+CURRENT_VERSION = 3
 
 EVALUATION_FIELDS = (
     "id", "user_seq", "env_id", "env_listed", "algorithm_seq", "benchmark_run_seq", "writeup",
@@ -63,6 +67,8 @@ EVALUATION_FIELDS = (
 )  # fmt: skip
 #: What version 2 adds to an evaluation's document: what its page shows besides the scores.
 EVALUATION_FIELDS_ADDED = ("curves", "provenance", "conditions", "conditions_key", "user_name", "algorithm_name")
+#: What version 3 adds: the board's own evaluation of an agent (the verified mark and its seeds).
+EVALUATION_FIELDS_VERIFIED = ("verified", "verification")
 #: Benchmark runs leave out what the API lets an owner change after the score (tags, algorithm);
 #: their document names their evaluations.
 RUN_FIELDS = ("id", "user_seq", "benchmark_id", "status", "score", "score_value", "score_evaluations", "created",
@@ -81,10 +87,11 @@ FIELDS: dict[int, dict[str, tuple[str, ...]]] = {
         "ladder_ratings": ("ladder",),
     },
 }
+FIELDS[3] = {**FIELDS[2], "evaluation": (*FIELDS[2]["evaluation"], *EVALUATION_FIELDS_VERIFIED)}
 #: Kinds whose record is logged again at each change: only the latest entry of a record is held to it.
 SUPERSEDED = frozenset({"ladder_ratings"})
 _JSON_FIELDS = {"graph_stats", "benchmark_score", "videos", "score", "curves", "provenance", "conditions",
-                "players", "moves"}  # fmt: skip
+                "players", "moves", "verification"}  # fmt: skip
 
 
 def plain(value: Any) -> Any:
@@ -136,6 +143,8 @@ def changed_fields(expected: Mapping[str, str], doc: Mapping[str, Any]) -> list[
 
 
 def _value(name: str, value: Any) -> Any:
+    if name == "verified":  # a column default: absent from the values of a self-reported upload
+        return bool(value)
     if name in _JSON_FIELDS and isinstance(value, str):
         value = json.loads(value)  # a RawJSON value, serialised before the write transaction
     if name in ("created", "committed") and isinstance(value, str):
@@ -206,8 +215,10 @@ def run_evaluations(conn: sa.Connection, run_seq: int) -> list[str]:
     return list(conn.scalars(query))
 
 
-def match_documents(conn: sa.Connection, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The version-2 documents of ladder matches, by id."""
+def match_documents(
+    conn: sa.Connection, ids: Iterable[str], version: int = CURRENT_VERSION
+) -> dict[str, dict[str, Any]]:
+    """The documents of ladder matches in entries of ``version`` (2 or later), by id."""
     matches: Any = LadderMatch.__table__
     games: Any = LadderGame.__table__
     query = (
@@ -222,18 +233,21 @@ def match_documents(conn: sa.Connection, ids: Iterable[str]) -> dict[str, dict[s
         for game in conn.execute(game_query):
             their_games[game.match_seq].append(game._mapping)
     return {
-        row["id"]: document("ladder_match", row, version=2, games=their_games[seq]) for seq, row in rows.items()
+        row["id"]: document("ladder_match", row, version=version, games=their_games[seq]) for seq, row in rows.items()
     }
 
 
-def ratings_documents(conn: sa.Connection, ladders: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """The version-2 documents of ladders' ratings, by ladder (a ladder without ratings has none)."""
+def ratings_documents(
+    conn: sa.Connection, ladders: Iterable[str], version: int = CURRENT_VERSION
+) -> dict[str, dict[str, Any]]:
+    """The documents of ladders' ratings in entries of ``version`` (2 or later), by ladder (a ladder
+    without ratings has none)."""
     table: Any = LadderRating.__table__
     found: dict[str, list[Mapping[Any, Any]]] = {}
     for row in conn.execute(sa.select(table).where(table.c.ladder.in_(sorted(set(ladders))))):
         found.setdefault(row.ladder, []).append(row._mapping)
     return {
-        ladder: document("ladder_ratings", {"ladder": ladder}, version=2, ratings=rows)
+        ladder: document("ladder_ratings", {"ladder": ladder}, version=version, ratings=rows)
         for ladder, rows in found.items()
     }
 
@@ -254,9 +268,9 @@ def current_documents(conn: sa.Connection, entries: Iterable[Any]) -> dict[tuple
                 evaluations = run_evaluations(conn, row["seq"])
                 out[kind, record_id, version] = document(kind, row, evaluations, version=version)
         elif kind == "ladder_match":
-            for record_id, doc in match_documents(conn, ids).items():
+            for record_id, doc in match_documents(conn, ids, version).items():
                 out[kind, record_id, version] = doc
         elif kind == "ladder_ratings":
-            for record_id, doc in ratings_documents(conn, ids).items():
+            for record_id, doc in ratings_documents(conn, ids, version).items():
                 out[kind, record_id, version] = doc
     return out

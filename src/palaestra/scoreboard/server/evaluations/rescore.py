@@ -29,6 +29,7 @@ from palaestra.scoreboard.protocol import EpisodeBatch
 from palaestra.scoreboard.server.core.database import Database
 from palaestra.scoreboard.server.core.storage import BlobDamaged, BlobStore
 from palaestra.scoreboard.server.evaluations import benchmarking, index_stats
+from palaestra.scoreboard.server.evaluations.coverage import CURRENT_VERSION
 from palaestra.scoreboard.server.evaluations.derive import curves_of, derive_evaluation
 from palaestra.scoreboard.server.evaluations.ingest import IngestError, read_validated_batch
 from palaestra.scoreboard.server.evaluations.scorelog import record_document
@@ -165,9 +166,9 @@ def _rescore_one(db: Database, store: BlobStore, row: Mapping[str, Any], report:
     scoring = derive_evaluation(batch, row["env_id"], row["gym_version"], row["benchmark_id"])
     values = {**scoring.columns(), "benchmark_score": scoring.benchmark_score}
     curves = scoring.derived_columns()["curves"]
-    # what the log's entries hash (version 2 adds the curves): a change is one verify will report
-    if record_document("evaluation", {**row, **values, "curves": curves}, version=2) != record_document(
-        "evaluation", row, version=2
+    # what the log's entries hash (version 2 added the curves): a change is one verify will report
+    if record_document("evaluation", {**row, **values, "curves": curves}, version=CURRENT_VERSION) != record_document(
+        "evaluation", row, version=CURRENT_VERSION
     ):
         report.changed.append(row["id"])
     with db.write() as session:
