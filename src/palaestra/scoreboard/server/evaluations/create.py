@@ -182,7 +182,7 @@ def _asked_details(body: protocol.EvaluationCreate, refs: _References) -> repeat
     """The details an upload asks for, as :mod:`.repeats` compares them with an evaluation's."""
     algorithm = refs.algorithm.id if refs.algorithm else refs.algorithm_ref
     label = refs.algorithm.name if refs.algorithm else refs.algorithm_ref
-    return repeats.Details(algorithm, body.writeup, refs.video is not None, body.provenance is not None, label)
+    return repeats.Details(algorithm, body.writeup, label)
 
 
 def _delete_quietly(state: ServerState, keys: list[str]) -> None:

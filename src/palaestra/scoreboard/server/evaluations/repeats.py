@@ -6,12 +6,14 @@ The rule (docs/upload.md, "Uploading the same run again"), asked by
 - an upload is a *repeat* when its episode batch has the sha256 of the batch of an evaluation of the
   same user on the same env (the client encodes a directory's episodes the same way every time, so
   the same folder uploaded again is the same batch; the stored ``episode_batch_sha256`` is compared);
-- a repeat with the same details (:class:`Details`: algorithm, writeup, videos sent or not,
-  provenance sent or not) answers that evaluation, ``200`` with ``already_uploaded``, and stores
-  nothing: the board keeps one row per run;
-- a repeat with other details is refused (409) with the evaluation's URL: an evaluation's details
-  stay as first uploaded (the board has no edit or delete of an evaluation), so the second set of
-  details would otherwise be a second, identical leaderboard row under another name;
+- a repeat with the same details (:class:`Details`: the algorithm and the writeup, what the uploader
+  claims about the run) answers that evaluation, ``200`` with ``already_uploaded``, and stores
+  nothing: the board keeps one row per run. Videos and provenance are what the directory carries, not
+  claims: a repeat that sends them where the first upload skipped them (``--skip-videos``,
+  ``--no-provenance``) gets the evaluation as it was made, as the sealed twin of a live run does;
+- a repeat with another algorithm or writeup is refused (409) with the evaluation's URL: an
+  evaluation's details stay as first uploaded (the board has no edit or delete of an evaluation), and
+  the second set would otherwise be a second, identical leaderboard row under another name;
 - a request replayed under its ``Idempotency-Key`` is a repeat too (:func:`replayed`).
 
 Only *self-reported, stand-alone* evaluations take part, on both sides:
@@ -51,14 +53,12 @@ __all__ = ["Details", "find_repeat", "repeat_of", "replayed"]
 
 @dataclass(frozen=True)
 class Details:
-    """What an uploader chooses besides the episodes, compared between an upload and the evaluation it
-    repeats: the algorithm (its id; a name new to the board stays a name, which no id equals), the
-    writeup, and whether videos and provenance were sent (``--skip-videos``, ``--no-provenance``)."""
+    """What an uploader claims about the run besides its episodes, compared between an upload and the
+    evaluation it repeats: the algorithm (its id; a name new to the board stays a name, which no id
+    equals) and the writeup."""
 
     algorithm: str | None
     writeup: str | None
-    videos: bool
-    provenance: bool
     #: how the algorithm is named in a message (its name; the request's words for a new one)
     algorithm_label: str | None = None
 
@@ -68,8 +68,6 @@ class Details:
         return cls(
             algorithm.id if algorithm else None,
             evaluation.writeup,
-            evaluation.training_video is not None,
-            evaluation.provenance is not None,
             algorithm.name if algorithm else None,
         )
 
@@ -80,10 +78,6 @@ class Details:
             found.append(("algorithm", _named(self.algorithm_label), _named(asked.algorithm_label)))
         if self.writeup != asked.writeup:
             found.append(("writeup", _named(self.writeup), _named(asked.writeup)))
-        if self.videos != asked.videos:
-            found.append(("training_video", _sent(self.videos, "videos"), _sent(asked.videos, "videos")))
-        if self.provenance != asked.provenance:
-            found.append(("provenance", _sent(self.provenance, "provenance"), _sent(asked.provenance, "provenance")))
         return found
 
 
@@ -114,8 +108,8 @@ def repeat_of(existing: protocol.EvaluationObject, asked: Details) -> protocol.E
     ``asked`` differs from its details."""
     differences = Details.of(existing).differences(asked)
     if differences:
-        stored = ", ".join(f"{param.replace('training_', '')} {value}" for param, value, _ in differences)
-        other = ", ".join(f"{param.replace('training_', '')} {value}" for param, _, value in differences)
+        stored = " and ".join(f"{param} {value}" for param, value, _ in differences)
+        other = " and ".join(f"{param} {value}" for param, _, value in differences)
         raise Problem(
             409,
             f"You uploaded these episodes of {existing.env} before: they are evaluation {existing.id} "
@@ -140,6 +134,3 @@ def replayed(stored: Response) -> Response:
 def _named(value: str | None) -> str:
     return repr(value) if value is not None else "none"
 
-
-def _sent(sent: bool, what: str) -> str:
-    return what if sent else f"no {what}"
