@@ -61,10 +61,10 @@ def test_evaluation_is_scored_on_ingest_with_the_scoring_module(scoreboard_serve
 
 def test_an_upload_is_judged_by_the_rule_of_the_gym_that_recorded_it(scoreboard_server: ScoreboardServer) -> None:
     # Acrobot-v1 had no threshold in 2017 (never "solved"); Gymnasium's is -100
-    batch = make_batch(120, reward=-80.0)
+    # two runs of the same rewards (the same episodes again would be a repeat of the first evaluation)
     with scoreboard_server.client() as c:
-        old = upload_evaluation(c, "Acrobot-v1", batch, algorithm={}, gym_version="0.9.4")
-        new = upload_evaluation(c, "Acrobot-v1", batch, algorithm={}, gym_version="1.1.1")
+        old = upload_evaluation(c, "Acrobot-v1", make_batch(120, reward=-80.0), algorithm={}, gym_version="0.9.4")
+        new = upload_evaluation(c, "Acrobot-v1", make_batch(120, reward=-80.0), algorithm={}, gym_version="1.1.1")
         assert (old["score"]["reward_threshold"], old["score"]["solved"]) == (None, False)
         assert (new["score"]["reward_threshold"], new["score"]["solved"]) == (-100.0, True)
         page = c.get(f"/evaluations/{old['id']}").text
