@@ -89,17 +89,15 @@ def test_lists_page_newest_first_and_take_the_2017_raw_json_query(
 
 
 def test_stored_batch_is_the_enriched_2017_document(scoreboard_server: ScoreboardServer) -> None:
+    batch = make_batch(4)
     with scoreboard_server.client() as c:
-        ev = upload_evaluation(c, "Acrobot-v1", make_batch(4))
+        ev = upload_evaluation(c, "Acrobot-v1", batch)
     # the evaluation keeps the upload as it came; its download is the 2017 stored document
     r = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episode_batch.json")
     assert r.status_code == 200
     doc = r.json()
-    assert (
-        doc["env_id"] == "Acrobot-v1"
-        and doc["initial_reset_timestamp"] == make_batch(4)["initial_reset_timestamps"][0]
-    )
-    assert doc["episode_rewards"] == make_batch(4)["episode_rewards"]
+    assert doc["env_id"] == "Acrobot-v1" and doc["initial_reset_timestamp"] == batch["initial_reset_timestamps"][0]
+    assert doc["episode_rewards"] == batch["episode_rewards"]
 
 
 def test_a_corrupt_stored_batch_is_refused_and_the_page_still_renders(scoreboard_server: ScoreboardServer) -> None:
