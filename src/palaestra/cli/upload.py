@@ -182,16 +182,8 @@ def _upload(args: argparse.Namespace) -> int:
             send_provenance=not args.no_provenance,
         )
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "id": result.id,
-                    "object": result.object,
-                    "web_url": result.web_url,
-                    "already_uploaded": result.already_uploaded,
-                }
-            )
-        )
+        made = {"id": result.id, "object": result.object, "web_url": result.web_url}
+        print(json.dumps({**made, "already_uploaded": result.already_uploaded}))
     else:
         print(result.web_url)
         print(result.id)
