@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import os
 import re
@@ -144,8 +145,17 @@ def form_token(html: str) -> str:
     return match.group(1)
 
 
-def make_batch(n: int = 10, reward: float = 1.0, t0: float = 1_700_000_000.0) -> dict[str, Any]:
-    """An episode-batch document of ``n`` training episodes."""
+#: Start times of the runs :func:`make_batch` makes, a day apart: each call is another run, since the
+#: same episodes uploaded again by one user are a repeat of their first evaluation, not a new one
+#: (palaestra.scoreboard.server.evaluations.repeats).
+_RUN_STARTS = itertools.count(1_700_000_000.0, 86_400.0)
+
+
+def make_batch(n: int = 10, reward: float = 1.0, t0: float | None = None) -> dict[str, Any]:
+    """An episode-batch document of ``n`` training episodes, of a run that started at ``t0`` (default:
+    a new run's start, so that two calls are two runs; give ``t0`` for the same episodes again)."""
+    if t0 is None:
+        t0 = next(_RUN_STARTS)
     return {
         "data_sources": [0] * n,
         "episode_lengths": [10 + i % 5 for i in range(n)],

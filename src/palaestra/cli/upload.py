@@ -22,7 +22,9 @@ def register(subparsers: Any) -> None:
         description="Upload a training directory (or, with --benchmark, a directory of runs) to a palaestra "
         "scoreboard server; or a match folder (palaestra match), whose games the server replays and checks "
         "before adding them to the ladder of their rules. Prints the web page's URL, then the evaluation (or benchmark run) id on the last "
-        "line. Running it again after a failure never makes a second evaluation.",
+        "line. Running it again after a failure never makes a second evaluation; running it again on the "
+        "same directory says 'already uploaded: URL' (or, with another --algorithm or --writeup, refuses, "
+        "naming the evaluation those episodes made).",
         epilog="The server and API key come from --server / $PALAESTRA_SERVER / $OPENAI_GYM_API_BASE and "
         "$PALAESTRA_API_KEY / $OPENAI_GYM_API_KEY, else from 'palaestra login'.",
     )
@@ -100,7 +102,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help='print {"id", "object", "web_url"} of what was made as JSON, for scripts',
+        help='print {"id", "object", "web_url", "already_uploaded"} of what was made (or found made '
+        "before) as JSON, for scripts",
     )
     parser.set_defaults(handler=_upload)
 
@@ -179,7 +182,8 @@ def _upload(args: argparse.Namespace) -> int:
             send_provenance=not args.no_provenance,
         )
     if args.json:
-        print(json.dumps({"id": result.id, "object": result.object, "web_url": result.web_url}))
+        made = {"id": result.id, "object": result.object, "web_url": result.web_url}
+        print(json.dumps({**made, "already_uploaded": result.already_uploaded}))
     else:
         print(result.web_url)
         print(result.id)

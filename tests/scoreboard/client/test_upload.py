@@ -5,6 +5,7 @@ bad directories."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import logging
 import subprocess
@@ -25,12 +26,14 @@ from palaestra.benchmarks.registry import registry
 from palaestra.errors import (
     AuthenticationError,
     ConfigurationError,
+    InvalidRequestError,
     MonitorError,
     ResultsError,
     RetriesExceededError,
     UnregisteredBenchmark,
 )
 from palaestra.monitoring.sb3_import import import_sb3
+from palaestra.scoreboard import protocol
 from palaestra.scoreboard.client import RetryPolicy, ScoreboardClient, prepare_training_directory
 from palaestra.scoreboard.server.web.render import fmt_number
 from tests.scoreboard.client.client_helpers import (
@@ -83,21 +86,53 @@ def test_upload_a_monitor_directory_and_fetch_the_evaluation_back(scoreboard_ser
     assert httpx.get(web_url, timeout=30).status_code == 200
 
 
-def test_the_same_upload_again_is_the_same_evaluation_and_new_parameters_a_new_one(
+def test_the_same_upload_again_says_already_uploaded_and_another_algorithm_is_refused_naming_it(
     scoreboard_server, tmp_path, caplog
 ):
     directory = record_cartpole(tmp_path / "run", episodes=3, seed=5)
     kwargs = {"server": scoreboard_server.url, "api_key": scoreboard_server.api_key}
-    with caplog.at_level(logging.WARNING, logger="palaestra"):
+    with caplog.at_level(logging.INFO, logger="palaestra"):
         first = palaestra.upload(str(directory), algorithm_id="e2e-same", tags={"ignored": True}, **kwargs)
     assert "Tags are NOT uploaded for evaluation submissions" in caplog.text
-    assert palaestra.upload(str(directory), algorithm_id="e2e-same", **kwargs) == first
-    other = palaestra.upload(str(directory), algorithm_id="e2e-other", **kwargs)
-    assert other != first
+    web_url = f"{scoreboard_server.url}/evaluations/{first}"
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="palaestra"):
+        assert palaestra.upload(str(directory), algorithm_id="e2e-same", **kwargs) == first
+    assert f"already uploaded: {web_url}" in caplog.text and "successfully" not in caplog.text
+    with pytest.raises(InvalidRequestError) as refused:
+        palaestra.upload(str(directory), algorithm_id="e2e-other", **kwargs)
+    assert refused.value.http_status == 409
+    assert f"evaluation {first} ({web_url})" in str(refused.value) and "'e2e-other'" in str(refused.value)
     with client_for(scoreboard_server) as client:
         algorithm = client.retrieve_evaluation(first).algorithm
     assert algorithm is not None and algorithm.name == "e2e-same"
     assert evaluation_ids(scoreboard_server, algorithm=algorithm.id) == [first]
+
+
+def test_a_repeat_past_the_idempotency_keys_lifetime_is_found_by_its_episodes(scoreboard_server, tmp_path):
+    """The client's keys are forgotten after a day (gc); the server still knows the episodes."""
+    directory = record_cartpole(tmp_path / "run", episodes=2, seed=6)
+    with client_for(scoreboard_server) as client:
+        first = client.upload(str(directory), algorithm_id="e2e-forgotten")
+        prepared = prepare_training_directory(str(directory))
+        batch = client.upload_content("episode_batch", f"another-key-{first.id}", lambda: _bytes(prepared.batch))
+        again = client.create_evaluation(
+            protocol.EvaluationCreate(
+                training_episode_batch=batch.id,
+                env="CartPole-v1",
+                algorithm=protocol.AlgorithmRef(id="e2e-forgotten"),
+                gym_version=prepared.env_info.get("gym_version"),
+                provenance=prepared.provenance,
+            )
+        )
+    assert not first.already_uploaded and again.already_uploaded and again.id == first.id
+    assert again.algorithm is not None and again.algorithm.name == "e2e-forgotten"
+    assert evaluation_ids(scoreboard_server, algorithm=again.algorithm.id) == [first.id]
+
+
+def _bytes(data: bytes | None) -> Any:
+    assert data is not None
+    return contextlib.nullcontext(data)
 
 
 def test_videos_are_uploaded_and_broken_ones_skipped(scoreboard_server, tmp_path, caplog):
@@ -555,12 +590,16 @@ def test_cli_upload_json_says_what_was_made(scoreboard_server, tmp_path):
     result = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     made = json.loads(result.stdout)
-    assert made == {
-        "id": made["id"],
-        "object": "evaluation",
-        "web_url": f"{scoreboard_server.url}/evaluations/{made['id']}",
-    }
+    web_url = f"{scoreboard_server.url}/evaluations/{made['id']}"
+    assert made == {"id": made["id"], "object": "evaluation", "web_url": web_url, "already_uploaded": False}
     assert made["id"] in evaluation_ids(scoreboard_server)
+    again = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == {**made, "already_uploaded": True}
+    assert f"already uploaded: {web_url}" in again.stderr and "successfully" not in again.stderr
+    other = subprocess.run([*cmd, "--algorithm", "e2e-json-other"], env=env, capture_output=True, text=True, timeout=120)
+    assert other.returncode == 1 and other.stdout == ""
+    assert f"evaluation {made['id']} ({web_url}), with algorithm none" in other.stderr
     refused = subprocess.run([*cmd, "--writeup", "notaurl"], env=env, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 1 and refused.stdout == ""
     assert refused.stderr.strip().splitlines() == [

@@ -4,7 +4,8 @@ flows), :class:`UploadResult`, and the 2017 functions :func:`upload` and :func:`
 Every creating POST carries an idempotency key that follows from the content and the parameters
 (:mod:`.keys`), so a retried request, or the same upload run again after a crash, gets the objects
 the first attempt created: uploading the same directory with the same parameters twice returns the
-same evaluation.
+same evaluation, ``already_uploaded`` (the server's rule for repeats, also past the keys' lifetime and
+with other parameters: docs/upload.md, "Uploading the same run again").
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ class UploadResult:
     id: str
     web_url: str
     object: Literal["evaluation", "benchmark_run"] = "evaluation"
+    #: made by an earlier upload of the same episodes (and details), not by this one
+    already_uploaded: bool = False
 
 
 class ScoreboardClient:
@@ -136,9 +139,9 @@ class ScoreboardClient:
 
     def create_evaluation(
         self, body: protocol.EvaluationCreate, *, idempotency_key: str | None = None
-    ) -> protocol.EvaluationObject:
+    ) -> protocol.EvaluationCreated:
         return self.http.call(
-            protocol.EvaluationObject, "POST", _v1("evaluations"), body=body, idempotency_key=idempotency_key
+            protocol.EvaluationCreated, "POST", _v1("evaluations"), body=body, idempotency_key=idempotency_key
         )
 
     def upload_match(self, folder: str | Path) -> ladder_protocol.MatchObject:
@@ -321,11 +324,14 @@ class ScoreboardClient:
             check_open_monitors()
         prepared = prepare_training_directory(training_dir, skip_videos, send_provenance)
         evaluation = self.upload_prepared(prepared, algorithm_id, writeup)
-        result = UploadResult(evaluation.id, self.web_url(evaluation))
-        _banner(
-            f"You successfully uploaded your evaluation on {evaluation.env} to the scoreboard! "
-            f"You can find it at:\n\n    {result.web_url}"
-        )
+        result = UploadResult(evaluation.id, self.web_url(evaluation), already_uploaded=evaluation.already_uploaded)
+        if result.already_uploaded:
+            logger.info("already uploaded: %s", result.web_url)
+        else:
+            _banner(
+                f"You successfully uploaded your evaluation on {evaluation.env} to the scoreboard! "
+                f"You can find it at:\n\n    {result.web_url}"
+            )
         return result
 
     def upload_benchmark(
@@ -351,18 +357,20 @@ class ScoreboardClient:
         run = self.create_benchmark_run(body, idempotency_key=run_key)
         # A replayed answer shows the run as it was created; ask for its state now.
         run = self.retrieve_benchmark_run(run.id)
-        if run.status == "committed":
-            logger.info("Benchmark run %s was uploaded and committed before", run.id)
-        else:
+        already_uploaded = run.status == "committed"
+        if not already_uploaded:
             root = os.path.abspath(os.fspath(training_dir))
             for p in prepared:
                 self.upload_prepared(p, benchmark_run_id=run.id, slot=os.path.relpath(p.training_dir, root))
             run = self.commit_benchmark_run(run.id, idempotency_key=idempotency_key("commit", run.id))
-        result = UploadResult(run.id, self.web_url(run), "benchmark_run")
-        _banner(
-            f"You successfully uploaded {len(prepared)} evaluations of benchmark {benchmark_id}! "
-            f"You can find the run at:\n\n    {result.web_url}"
-        )
+        result = UploadResult(run.id, self.web_url(run), "benchmark_run", already_uploaded)
+        if already_uploaded:
+            logger.info("already uploaded: %s", result.web_url)
+        else:
+            _banner(
+                f"You successfully uploaded {len(prepared)} evaluations of benchmark {benchmark_id}! "
+                f"You can find the run at:\n\n    {result.web_url}"
+            )
         return result
 
     def upload_prepared(
@@ -372,7 +380,7 @@ class ScoreboardClient:
         writeup: str | None = None,
         benchmark_run_id: str | None = None,
         slot: str | None = None,
-    ) -> protocol.EvaluationObject:
+    ) -> protocol.EvaluationCreated:
         """Upload one checked training directory and create its evaluation.
 
         ``slot`` tells apart directories of one benchmark run (their path relative to the run's root),

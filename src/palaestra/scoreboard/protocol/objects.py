@@ -205,6 +205,18 @@ class EvaluationObject(Response):
     verification: dict[str, Any] | None = None
 
 
+class EvaluationCreated(EvaluationObject):
+    """The answer to ``POST /v1/evaluations``: the evaluation, made now (201) or, ``already_uploaded``,
+    made before from the same episodes with the same details (200): a repeat of an upload (the rule:
+    ``palaestra.scoreboard.server.evaluations.repeats``; docs/upload.md, "Uploading the same run again")."""
+
+    already_uploaded: bool = False
+
+    @classmethod
+    def of(cls, evaluation: EvaluationObject, already_uploaded: bool) -> EvaluationCreated:
+        return cls(**dict(evaluation), already_uploaded=already_uploaded)
+
+
 # --------------------------------------------------------------------------------------------------
 # Benchmark runs
 # --------------------------------------------------------------------------------------------------

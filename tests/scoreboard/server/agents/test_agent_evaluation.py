@@ -15,6 +15,9 @@ from typing import Any
 import httpx
 import pytest
 
+from palaestra.scoreboard.server.core.config import resolve_config
+from palaestra.scoreboard.server.core.storage import open_store
+from tests.scoreboard import server_helpers
 from tests.scoreboard.server.agents.agent_helpers import (
     RUN_TIMEOUT_S,
     count_rows,
@@ -23,6 +26,7 @@ from tests.scoreboard.server.agents.agent_helpers import (
     wait_for,
     write_cartpole_agent,
 )
+from tests.scoreboard.server.test_immutable_storage import stored_batch
 from tests.scoreboard.server_helpers import ScoreboardServer
 from tests.server_process import PALAESTRA_COMMAND
 
@@ -90,6 +94,21 @@ def test_a_cartpole_policy_uploaded_is_evaluated_by_a_worker_process_and_shown_v
     verified_only = httpx.get(f"{server.url}/envs/CartPole-v1?verified=1", timeout=30).text
     assert self_reported in board and job["evaluation_id"] in board
     assert self_reported not in verified_only and job["evaluation_id"] in verified_only
+
+    # the board's own episodes copied into a self-reported upload are not a repeat of the verified
+    # evaluation (evaluations.repeats: the board's own runs take no part in the rule); the copy sent
+    # again is a repeat of the copy
+    key, _ = stored_batch(server, job["evaluation_id"])
+    episodes = open_store(resolve_config(environ=server.env).storage_url).get_bytes(key)
+    with server.client() as c:
+        copies = []
+        for _ in range(2):
+            file_id = server_helpers.upload(c, "episode_batch", episodes)
+            body = {"env": "CartPole-v1", "algorithm": {"id": "sb3-ppo"}, "training_episode_batch": file_id}
+            copies.append(c.post("/v1/evaluations", json=body))
+    assert [r.status_code for r in copies] == [201, 200], copies[0].text
+    assert copies[0].json()["id"] == copies[1].json()["id"] != job["evaluation_id"]
+    assert not copies[0].json()["verified"] and copies[1].json()["already_uploaded"]
 
 
 def record_random_cartpole(directory: Path, episodes: int = 3) -> Path:

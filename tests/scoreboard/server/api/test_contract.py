@@ -121,11 +121,26 @@ def test_every_v1_route_answers_with_its_protocol_model(scoreboard_server: Score
             json={"benchmark_id": "ClassicControl2-v1", "algorithm_id": name, "tags": '{"lr": 1}'},
         )  # fmt: skip
         ev = api.call(
-            "POST", "/v1/evaluations", protocol.EvaluationObject, 201,
+            "POST", "/v1/evaluations", protocol.EvaluationCreated, 201,
             json={"env": "CartPole-v0", "training_episode_batch": batch["id"], "training_video": video["id"],
                   "benchmark_run_id": run["id"], "writeup": "https://example.org", "gym_version": "0.9.4"},
         )  # fmt: skip
         assert ev["videos"] and ev["algorithm"]["id"] == alg["id"] and ev["score"]["number_episodes"] == 5
+        # a stand-alone evaluation, and the same episodes again: a repeat (200), or with another writeup a 409
+        episodes = json.dumps(make_batch(3)).encode()
+        alone = {"env": "CartPole-v1", "writeup": "https://example.org/alone"}
+        made = []
+        for status in (201, 200):
+            again = create_file(c, "episode_batch")
+            assert post_upload(again, episodes).status_code == 204
+            answer = api.call("POST", "/v1/evaluations", protocol.EvaluationCreated, status,
+                              json={**alone, "training_episode_batch": again["id"]})  # fmt: skip
+            made.append((answer["id"], answer["already_uploaded"]))
+        assert made == [(made[0][0], False), (made[0][0], True)]
+        again = create_file(c, "episode_batch")
+        assert post_upload(again, episodes).status_code == 204
+        refused = {**alone, "writeup": "https://example.org/other", "training_episode_batch": again["id"]}
+        api.call("POST", "/v1/evaluations", protocol.ErrorBody, 409, json=refused)
         api.call("GET", "/v1/evaluations/{evaluation_id}", protocol.EvaluationObject, path={"evaluation_id": ev["id"]})
         api.call("GET", "/v1/evaluations", protocol.ListPage[protocol.EvaluationObject], params={"limit": 3})
         run_path = {"run_id": run["id"]}
@@ -203,3 +218,10 @@ def test_openapi_is_served(scoreboard_server: ScoreboardServer) -> None:
         assert body == {"$ref": f"#/components/schemas/{model}"}
         assert model in doc["components"]["schemas"]
     assert "AlgorithmRef" in doc["components"]["schemas"]  # nested in EvaluationCreate
+    # creating an evaluation answers EvaluationCreated: 201 made now, 200 a repeat (already_uploaded)
+    created = doc["paths"]["/v1/evaluations"]["post"]["responses"]
+    for status in ("201", "200"):
+        assert created[status]["content"]["application/json"]["schema"] == {
+            "$ref": "#/components/schemas/EvaluationCreated"
+        }
+    assert "already_uploaded" in doc["components"]["schemas"]["EvaluationCreated"]["properties"]

@@ -61,10 +61,10 @@ def test_evaluation_is_scored_on_ingest_with_the_scoring_module(scoreboard_serve
 
 def test_an_upload_is_judged_by_the_rule_of_the_gym_that_recorded_it(scoreboard_server: ScoreboardServer) -> None:
     # Acrobot-v1 had no threshold in 2017 (never "solved"); Gymnasium's is -100
-    batch = make_batch(120, reward=-80.0)
+    # two runs of the same rewards (the same episodes again would be a repeat of the first evaluation)
     with scoreboard_server.client() as c:
-        old = upload_evaluation(c, "Acrobot-v1", batch, algorithm={}, gym_version="0.9.4")
-        new = upload_evaluation(c, "Acrobot-v1", batch, algorithm={}, gym_version="1.1.1")
+        old = upload_evaluation(c, "Acrobot-v1", make_batch(120, reward=-80.0), algorithm={}, gym_version="0.9.4")
+        new = upload_evaluation(c, "Acrobot-v1", make_batch(120, reward=-80.0), algorithm={}, gym_version="1.1.1")
         assert (old["score"]["reward_threshold"], old["score"]["solved"]) == (None, False)
         assert (new["score"]["reward_threshold"], new["score"]["solved"]) == (-100.0, True)
         page = c.get(f"/evaluations/{old['id']}").text
@@ -89,17 +89,15 @@ def test_lists_page_newest_first_and_take_the_2017_raw_json_query(
 
 
 def test_stored_batch_is_the_enriched_2017_document(scoreboard_server: ScoreboardServer) -> None:
+    batch = make_batch(4)
     with scoreboard_server.client() as c:
-        ev = upload_evaluation(c, "Acrobot-v1", make_batch(4))
+        ev = upload_evaluation(c, "Acrobot-v1", batch)
     # the evaluation keeps the upload as it came; its download is the 2017 stored document
     r = httpx.get(f"{scoreboard_server.url}/evaluations/{ev['id']}/episode_batch.json")
     assert r.status_code == 200
     doc = r.json()
-    assert (
-        doc["env_id"] == "Acrobot-v1"
-        and doc["initial_reset_timestamp"] == make_batch(4)["initial_reset_timestamps"][0]
-    )
-    assert doc["episode_rewards"] == make_batch(4)["episode_rewards"]
+    assert doc["env_id"] == "Acrobot-v1" and doc["initial_reset_timestamp"] == batch["initial_reset_timestamps"][0]
+    assert doc["episode_rewards"] == batch["episode_rewards"]
 
 
 def test_a_corrupt_stored_batch_is_refused_and_the_page_still_renders(scoreboard_server: ScoreboardServer) -> None:

@@ -76,14 +76,26 @@ def list_evaluations(request: Request, state: State, asked: ListQuery) -> Respon
 # -- creating ----------------------------------------------------------------------------------------
 
 
-@router.post("", status_code=201, response_model=protocol.EvaluationObject)
+@router.post(
+    "",
+    status_code=201,
+    response_model=protocol.EvaluationCreated,
+    responses={
+        200: {
+            "model": protocol.EvaluationCreated,
+            "description": "A repeat: these episodes were uploaded before with the same details; the "
+            "evaluation made then, with already_uploaded (a repeat with other details is a 409).",
+        }
+    },
+)
 async def create_evaluation(
     body: Annotated[protocol.EvaluationCreate, json_body(protocol.EvaluationCreate)],
     request: Request,
     principal: CurrentUser,
     state: State,
 ) -> Response:
-    """Create an evaluation from uploaded files; scored on ingest; atomic."""
+    """Create an evaluation from uploaded files; scored on ingest; atomic. The same episodes again make
+    no second evaluation (docs/upload.md, "Uploading the same run again")."""
     return await run_blocking(
         state, create.create_evaluation, body, request, principal, state, twins.sealed_twin_answer
     )

@@ -1,5 +1,7 @@
 """Evaluations, the board's main resource: everything between an upload and a stored, derived row.
 
+- :mod:`.create`: an upload made into an evaluation, once (:mod:`.repeats`: the same episodes again
+  from their uploader answer the evaluation they made, or are refused with other details);
 - :mod:`.ingest`: an uploaded episode batch and video archive read and checked;
 - :mod:`.derive`: what is derived once and stored ("solved" statistics, curve series, task scores);
 - :mod:`.conditions`: the evaluation's protocol card, from its provenance;

@@ -9,9 +9,11 @@ when it arrived), :func:`_score` (solved statistics, the page's curves and the b
 to its env's aggregates and stores the idempotent answer. A server killed at any point leaves either
 the whole evaluation or none of it.
 
-Uploading the directory of a live run sealed before answers the evaluation the seal made (with
-:data:`SEALED_TWIN_HEADER`), no new one: the caller passes the :data:`TwinFinder` that finds it
-(:func:`palaestra.scoreboard.server.live.twins.sealed_twin_answer`, a floor above this one).
+Uploading episodes the uploader already made into an evaluation answers that evaluation (200,
+``already_uploaded``), or refuses other details for it (409): :mod:`.repeats` holds the rule. The
+directory of a live run sealed before is such a repeat (the answer with :data:`SEALED_TWIN_HEADER`): the
+caller passes the :data:`TwinFinder` that finds it also where gym 0.9.4's client encoded the episodes
+otherwise (:func:`palaestra.scoreboard.server.live.twins.sealed_twin_answer`, a floor above this one).
 
 A caller may add to the evaluation with an :class:`Extra`: columns of its row, and work done in its
 insert's transaction (a worker marks the board's own evaluation of an agent verified, and its job done,
@@ -36,11 +38,11 @@ from palaestra.scoreboard import protocol
 from palaestra.scoreboard.protocol import EpisodeBatch
 from palaestra.scoreboard.protocol.provenance import Provenance
 from palaestra.scoreboard.server.accounts.auth import Principal
-from palaestra.scoreboard.server.core.answers import REPLAYED_HEADER, Idempotency
+from palaestra.scoreboard.server.core.answers import JSON, Idempotency
 from palaestra.scoreboard.server.core.ids import new_id
 from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.core.storage import BlobDamaged, BlobNotFound, FileStore
-from palaestra.scoreboard.server.evaluations import benchmarking, index_stats, scorelog
+from palaestra.scoreboard.server.evaluations import benchmarking, index_stats, repeats, scorelog
 from palaestra.scoreboard.server.evaluations.conditions import conditions_key, derive_conditions
 from palaestra.scoreboard.server.evaluations.derive import EvaluationScoring, derive_evaluation
 from palaestra.scoreboard.server.evaluations.files import load_files, own_file
@@ -101,16 +103,17 @@ def create_evaluation(
     find_twin: TwinFinder | None = None,
     extra: Extra | None = None,
 ) -> Response:
-    """What ``POST /v1/evaluations`` does, in this thread: the answer (201, or the stored answer of a
-    retried request, or, through ``find_twin``, the evaluation of a live run sealed before); ``extra``:
-    what a worker adds to the evaluation of an agent it ran."""
+    """What ``POST /v1/evaluations`` does, in this thread: the answer (201; or 200 for a repeat: the
+    evaluation of a retried request, of the same episodes uploaded before (:mod:`.repeats`), or, through
+    ``find_twin``, of a live run sealed before); ``extra``: what a worker adds to the evaluation of an
+    agent it ran."""
     if not body.env:
         raise Problem(
             400, "Missing required parameter 'env' (the env id the episodes were recorded on).", "env"
         )
     idempotency = Idempotency.of(request, principal, body)
     if (stored := idempotency.stored_answer(state.db)) is not None:
-        return stored  # before any work: a retried request finds its evaluation made
+        return repeats.replayed(stored)  # before any work: a retried request finds its evaluation made
     refs = _check_references(state, principal, body)
     _check_benchmark_env(body.env, refs)
     content = _Content()
@@ -121,7 +124,7 @@ def create_evaluation(
     except BaseException:
         _delete_quietly(state, content.stored_keys)  # copies no evaluation references
         raise
-    if response.headers.get(REPLAYED_HEADER) or response.headers.get(SEALED_TWIN_HEADER):  # made before
+    if response.status_code != 201:  # made before (a repeat): nothing of this request is referenced
         _delete_quietly(state, content.stored_keys)
     else:
         # what the client uploaded straight to the store was copied; the copies are what count
@@ -148,8 +151,10 @@ def _score_and_insert(
         if refs.run or extra or find_twin is None
         else find_twin(state, request, principal, body.env, content.batch_sha256, content.batch)
     )
-    if twin is not None:
-        return twin  # the directory of a live run sealed before: its evaluation, nothing new
+    if twin is not None:  # the directory of a live run sealed before: its evaluation, nothing new
+        sealed = protocol.EvaluationObject.model_validate_json(bytes(twin.body))
+        answer = repeats.repeat_of(sealed, _asked_details(body, refs))
+        return Response(answer.model_dump_json(), 200, {SEALED_TWIN_HEADER: twin.headers[SEALED_TWIN_HEADER]}, JSON)
     if content.batch is None or not content.batch.episode_lengths:
         raise Problem(
             400,
@@ -171,6 +176,13 @@ def _score_and_insert(
         extra,
     )
     return idempotency.create(state.db, lambda session: _insert(state, session, new))
+
+
+def _asked_details(body: protocol.EvaluationCreate, refs: _References) -> repeats.Details:
+    """The details an upload asks for, as :mod:`.repeats` compares them with an evaluation's."""
+    algorithm = refs.algorithm.id if refs.algorithm else refs.algorithm_ref
+    label = refs.algorithm.name if refs.algorithm else refs.algorithm_ref
+    return repeats.Details(algorithm, body.writeup, label)
 
 
 def _delete_quietly(state: ServerState, keys: list[str]) -> None:
@@ -371,8 +383,12 @@ class _NewEvaluation:
 
 def _insert(
     state: ServerState, session: Session, new: _NewEvaluation
-) -> tuple[int, protocol.EvaluationObject]:
+) -> tuple[int, protocol.EvaluationCreated]:
     refs, scoring, env_id = new.refs, new.scoring, new.body.env or ""
+    if refs.run is None and new.extra is None:  # a self-reported, stand-alone upload (.repeats's rule)
+        repeated = repeats.find_repeat(session, new.principal.user_seq, env_id, new.content.batch_sha256)
+        if repeated is not None:
+            return 200, repeats.repeat_of(repeated.to_object(new.base_url), _asked_details(new.body, refs))
     algorithm = refs.algorithm or resolve_algorithm(state, session, new.principal, refs.algorithm_ref)
     now = utcnow()
     values = {
@@ -417,7 +433,7 @@ def _insert(
         refs.run.id if refs.run else None,
         new.principal.user_name,
     )
-    return 201, record.to_object(new.base_url)
+    return 201, protocol.EvaluationCreated.of(record.to_object(new.base_url), already_uploaded=False)
 
 
 def _provenance_columns(env_id: str, provenance: Provenance | None) -> dict[str, Any]:
