@@ -66,6 +66,21 @@ def uploads(web_server: Any, tmp_path_factory: pytest.TempPathFactory) -> Upload
     return out
 
 
+@pytest.fixture(scope="session")
+def ladder_game(web_server: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
+    """A 9x9 game between a small MCTS and the random player (named rnd: "random" is an anchor's name),
+    uploaded: (its GameObject, its record). The ladder pages' tests and the link crawl share it."""
+    from palaestra.ladder.match import match_games, play_match, rules_of_env
+    from palaestra.ladder.players import parse_player
+    from palaestra.scoreboard.client import ScoreboardClient
+
+    folder = tmp_path_factory.mktemp("ladder-web") / "match"
+    play_match(rules_of_env("Go9x9-v0", komi=7.5), parse_player("mcts:5"), parse_player("rnd=random"), 1, folder)
+    with ScoreboardClient(web_server.url, web_server.api_key) as client:
+        match = client.upload_match(folder)
+    return match.games[0], match_games(folder)[0][1]
+
+
 # -- the browser -------------------------------------------------------------------------------------
 
 

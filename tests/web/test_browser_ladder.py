@@ -7,23 +7,10 @@ from typing import Any
 import httpx
 import pytest
 
-from palaestra.ladder.match import match_games, play_match, rules_of_env
-from palaestra.ladder.players import parse_player
 from palaestra.ladder.replay import replay
-from palaestra.scoreboard.client import ScoreboardClient
 from tests.web.web_helpers import PageRecord, screenshot
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def ladder_game(web_server: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any]:
-    """A 9x9 game between a small MCTS and the random player (named rnd: "random" is an anchor's name), uploaded: (its GameObject, its record)."""
-    folder = tmp_path_factory.mktemp("ladder-web") / "match"
-    play_match(rules_of_env("Go9x9-v0", komi=7.5), parse_player("mcts:5"), parse_player("rnd=random"), 1, folder)
-    with ScoreboardClient(web_server.url, web_server.api_key) as client:
-        match = client.upload_match(folder)
-    return match.games[0], match_games(folder)[0][1]
 
 
 def _stones(pg: Any) -> dict[str, int]:

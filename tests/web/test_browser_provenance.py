@@ -8,7 +8,9 @@ import gymnasium as gym
 import pytest
 
 import palaestra
+from palaestra.monitoring.provenance import load_provenance
 from palaestra.scoreboard.client import upload
+from palaestra.scoreboard.server.web.provenance_view import reproducing_command
 from tests.monitoring.monitoring_helpers import play
 from tests.web.test_browser import _no_page_errors
 from tests.web.web_helpers import PageRecord, screenshot
@@ -37,7 +39,8 @@ def test_how_this_was_run_shows_hostile_config_as_text(
     assert pg.locator("#config th").inner_text() == HOSTILE  # shown as the text it is
     assert pg.locator("#config td").inner_text() == HOSTILE
     assert pg.locator("#provenance img").count() == 0 and pg.locator("#provenance script").count() == 0
-    assert "python" in pg.locator("#reproduce").inner_text()
+    # the command as it can be typed (``pytest …`` or ``python -m pytest …``: how this test runs)
+    assert pg.locator("#reproduce").inner_text().strip() == reproducing_command(load_provenance(tmp_path) or {})
     assert record.dialogs == []  # no alert ran
     _no_page_errors(record)
     screenshot(pg, "evaluation-provenance")

@@ -123,8 +123,11 @@ def _created_of(session: Session, seqs: list[int]) -> dict[int, Any]:
     return {seq: created for seq, created in rows}
 
 
-def algorithms_index(session: Session, sort: str, page_number: int, path: str) -> tuple[list[AlgorithmCard], Page]:
-    """One page of every algorithm, with its owner, evaluations, envs and latest upload."""
+def algorithms_index(
+    session: Session, sort: str, page_number: int, path: str, name: str | None = None
+) -> tuple[list[AlgorithmCard], Page]:
+    """One page of every algorithm (of those called ``name`` where given), with its owner,
+    evaluations, envs and latest upload."""
     listed = (
         sa.select(
             Algorithm.seq,
@@ -137,7 +140,11 @@ def algorithms_index(session: Session, sort: str, page_number: int, path: str) -
         .join(User, User.seq == Algorithm.user_seq)
         .outerjoin(AlgorithmStats, AlgorithmStats.algorithm_seq == Algorithm.seq)
     )
-    rows, page, when = _index_page(session, listed, Algorithm, ALGORITHM_SORTS, sort, page_number, path)
+    counted: Any = Algorithm
+    if name is not None:
+        listed = listed.where(Algorithm.name == name)
+        counted = sa.select(Algorithm.seq).where(Algorithm.name == name).subquery()
+    rows, page, when = _index_page(session, listed, counted, ALGORITHM_SORTS, sort, page_number, path)
     envs = _env_counts(session, [r.seq for r in rows])
     cards = [
         AlgorithmCard(

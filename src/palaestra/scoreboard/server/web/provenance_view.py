@@ -8,6 +8,7 @@ at the recorded commit, each argument shell-quoted.
 from __future__ import annotations
 
 import json
+import ntpath
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,22 +36,41 @@ class ProvenanceView:
     omitted: list[str] = field(default_factory=list)
 
 
-def _argv_command(command: Mapping[str, Any]) -> str | None:
+#: The program names of an installed ``palaestra`` command (a console script, not a Python file).
+PALAESTRA_COMMANDS = frozenset({"palaestra", "palaestra.exe"})
+#: What a Python file to run with ``python FILE`` is called.
+PYTHON_FILE_ENDINGS = (".py", ".pyw", ".pyz")
+
+
+def _argv_lines(command: Mapping[str, Any]) -> list[str] | None:
+    """The recorded command as it can be typed (the Monitor records ``argv[0]`` as ``-m package``, ``-c``,
+    a script's path, or an installed command's path): ``palaestra run …`` for palaestra's own command,
+    ``python -m package …``, ``python script.py …``, and ``python -c …`` with a note, since the
+    program text of ``-c`` is not in ``argv``."""
     argv = [str(a) for a in command.get("argv") or []]
     if not argv:
         return None
-    program = argv[0]
-    # ``-m package`` is how the Monitor records ``python -m package``: two words, not one argument
-    head = ["-m", program[3:]] if program.startswith("-m ") else [program]
-    flags = [command["python_flags"]] if command.get("python_flags") else []
-    return shlex.join(["python", *flags, *head, *argv[1:]])
+    program, rest = argv[0], argv[1:]
+    python = ["python", *([command["python_flags"]] if command.get("python_flags") else [])]
+    if program.startswith("-m "):  # two words, not one argument
+        return [shlex.join([*python, "-m", program[3:], *rest])]
+    if program == "-c":
+        return [
+            "# run as python -c PROGRAM: the program's text is not recorded, only the arguments after it",
+            " ".join([*python, "-c", "…", *map(shlex.quote, rest)]),
+        ]
+    if ntpath.basename(program) in PALAESTRA_COMMANDS:  # ntpath: splits at / and at \\ (a Windows run's path)
+        return [shlex.join(["palaestra", *rest])]
+    if program.endswith(PYTHON_FILE_ENDINGS) or command.get("python_flags"):
+        return [shlex.join([*python, program, *rest])]
+    return [shlex.join([program, *rest])]  # another installed command (a console script): run as it is
 
 
 def reproducing_command(provenance: Mapping[str, Any]) -> str | None:
     """Shell lines that rerun the recorded command at the recorded commit (None: no command)."""
     command = provenance.get("command")
-    line = _argv_command(command) if isinstance(command, Mapping) else None
-    if line is None:
+    found = _argv_lines(command) if isinstance(command, Mapping) else None
+    if found is None:
         return None
     lines = []
     git = provenance.get("git")
@@ -60,7 +80,7 @@ def reproducing_command(provenance: Mapping[str, Any]) -> str | None:
             lines.append(
                 "# the tree had uncommitted changes: apply them first (their sha256 is on this page)"
             )
-    lines.append(line)
+    lines.extend(found)
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from palaestra import catalogue
+from palaestra.benchmarks import registry as benchmark_registry
 from palaestra.scoreboard.server.evaluations.conditions import conditions_label
 from palaestra.scoreboard.server.evaluations.index_stats import AlgorithmEnvStats, AlgorithmStats, UserStats
 from palaestra.scoreboard.server.evaluations.records import (
@@ -187,24 +188,34 @@ def _fewest_episodes_per_env(session: Session, env_ids: list[str]) -> dict[str, 
 
 
 def env_header(session: Session, env_id: str) -> EnvHeader | None:
-    """The env's description and solving rule, or ``None`` if it is neither catalogued nor uploaded."""
+    """The env's description and solving rule, or ``None`` if it is neither catalogued, uploaded nor a
+    registered benchmark's task (a benchmark page links each of its tasks' envs, Minecraft's too)."""
     entry = catalogue.lookup(env_id)
     stats = session.get(EnvStats, env_id)
-    if entry is None and stats is None:
+    in_benchmarks = tuple(b.id for b in benchmark_registry.all() if env_id in b.env_ids)
+    if entry is None and stats is None and not in_benchmarks:
         return None
     if entry is None:
+        if stats is None:
+            rule = (
+                f"{env_id} is a task of {', '.join(in_benchmarks)}, but it is not installed here "
+                f"({catalogue.unavailable_reason(env_id)}), so no run of it can be recorded or scored here."
+            )
+        else:
+            rule = f"{env_id} is not in this scoreboard's catalogue, so it has no solving rule."
         return EnvHeader(
             env_id=env_id,
             group_id=UNLISTED_GROUP.id,
             group_name=UNLISTED_GROUP.name,
             summary="",
-            solving_rule=f"{env_id} is not in this scoreboard's catalogue, so it has no solving rule.",
+            solving_rule=rule,
             trials=catalogue.DEFAULT_TRIALS,
             reward_threshold=None,
             max_episode_steps=None,
             listed=False,
             available=False,
             n_solved=stats.solved_count if stats else None,
+            benchmarks=in_benchmarks,
         )
     group = catalogue.group(entry.group)
     return EnvHeader(
@@ -219,6 +230,7 @@ def env_header(session: Session, env_id: str) -> EnvHeader | None:
         listed=True,
         available=entry.available,
         n_solved=stats.solved_count if stats else 0,
+        benchmarks=in_benchmarks,
     )
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from palaestra import catalogue
 from palaestra.scoreboard.protocol import parse_json
@@ -204,7 +204,7 @@ def algorithms_page(
 ) -> HTMLResponse:
     with database(request).read() as session:
         algorithms, pager = index_queries.algorithms_index(session, sort, page_number(page), request.url.path)
-    return render(request, "algorithms.html", nav="algorithms", algorithms=algorithms, page=pager)
+    return render(request, "algorithms.html", nav="algorithms", algorithms=algorithms, page=pager, named=None)
 
 
 @router.get("/users/{name:path}", response_class=HTMLResponse)
@@ -242,14 +242,15 @@ def algorithm_page(
     x: str = Query("episode", max_length=20),
     conditions: str = Query("", max_length=20),
     live: str = Query("", max_length=4),
-) -> HTMLResponse:
+    sort: str = Query("evaluations", max_length=20),
+) -> Response:
     """The algorithm's evaluations, and its learning curve across those of one env (``env``): the runs
     under the newest one's conditions (``conditions=all``: every run, mixed on purpose), and with
-    ``live=1`` its runs in progress too, labelled."""
+    ``live=1`` its runs in progress too, labelled. ``algorithm_id`` may be a name (:func:`_algorithms_named`)."""
     with database(request).read() as session:
         found = queries.algorithm(session, algorithm_id)
         if found is None:
-            return not_found(request, f"No algorithm {algorithm_id!r}.")
+            return _algorithms_named(request, session, algorithm_id, sort, page)
         alg, owner = found
         curve_signature = page_cache.of_database(session, "algorithm curve", alg.id)
         rows, pager = queries.algorithm_evaluations(session, alg, page_number(page), request.url.path)
@@ -365,6 +366,22 @@ def _stored_curves(request: Request, ids: list[str]) -> dict[str, dict[str, Any]
                 out[evaluation_id] = data
                 page_cache.store(session, (*signature, evaluation_id), data)
     return out
+
+
+def _algorithms_named(request: Request, session: Any, name: str, sort: str, page: str) -> Response:
+    """``/algorithms/NAME``, as people write it: a 307 to the one algorithm called ``name`` (its query
+    kept), the list of them where several users have one of that name, else a 404 that says where to look."""
+    cards, pager = index_queries.algorithms_index(session, sort, page_number(page), request.url.path, name=name)
+    if pager.total == 1:
+        query = f"?{request.url.query}" if request.url.query else ""
+        return RedirectResponse(f"/algorithms/{quote(cards[0].id, safe='')}{query}", status_code=307)
+    if pager.total == 0:
+        return not_found(
+            request,
+            f"No algorithm has the id or the name {name!r}. The algorithms page (/algorithms) lists every "
+            "one; search (/search) finds one by part of its name.",
+        )
+    return render(request, "algorithms.html", nav="algorithms", algorithms=cards, page=pager, named=name)
 
 
 def _lines(request: Request, records: list[EvaluationRecord], running: dict[str, Any]) -> list[Any]:

@@ -106,6 +106,8 @@ class EnvHeader:
     listed: bool
     available: bool
     n_solved: int | None
+    #: the registered benchmarks that have a task of this env
+    benchmarks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
