@@ -148,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _serve_and_run(args: argparse.Namespace, data_dir: Path, port: int) -> int:
     from palaestra.scoreboard.server.core.config import resolve_config
+    from palaestra.scoreboard.server.core.running import record_running
     from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 
     # Embedded defaults whatever PALAESTRA_* variables say: SQLite and a blob folder in the data dir.
@@ -157,11 +158,12 @@ def _serve_and_run(args: argparse.Namespace, data_dir: Path, port: int) -> int:
     scoreboard.start()
     serve_again = f"palaestra server --data-dir {shlex.quote(str(data_dir))} --port {port}"
     try:
-        code = _main_job(args, scoreboard, data_dir)
-        if code != 0 or not args.serve:
-            return code
-        say(f"Serving the scoreboard at {scoreboard.url} until Ctrl-C.")
-        scoreboard.wait()
+        with record_running(config, scoreboard.url):  # while it serves, `palaestra users` finds its data
+            code = _main_job(args, scoreboard, data_dir)
+            if code != 0 or not args.serve:
+                return code
+            say(f"Serving the scoreboard at {scoreboard.url} until Ctrl-C.")
+            scoreboard.wait()
     except KeyboardInterrupt:
         say("Stopping the scoreboard.")
         return 0

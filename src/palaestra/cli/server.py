@@ -236,9 +236,13 @@ def run(args: argparse.Namespace) -> int:
         config = config.with_overrides(graceful_timeout_s=args.graceful_timeout)
     if args.trust_proxy:
         config = config.with_overrides(trust_proxy=True)
+    from palaestra.scoreboard.server.core.running import record_running
+
     check_can_start(config)
     log.info("palaestra scoreboard on http://%s:%s", _url_host(config.host), config.port)
-    stopped_by = serve(config, workers=max(1, args.workers), log_level=level)
+    # recorded while it serves, so that `palaestra users` finds its data folder
+    with record_running(config, local_url(config.host, config.port)):
+        stopped_by = serve(config, workers=max(1, args.workers), log_level=level)
     if stopped_by is not None:
         exits.note_stop(stopped_by)
     exits.reraise_stop()  # uvicorn stopped gracefully on SIGTERM/Ctrl-C: exit 143/130, as documented
@@ -389,6 +393,13 @@ def cannot_listen(host: str, port: int) -> str | None:
         except OSError as exc:
             return exc.strerror or str(exc)
     return None
+
+
+def local_url(host: str, port: int) -> str:
+    """The URL a client on this machine reaches a server listening on ``host:port`` at (a wildcard
+    address is reached through loopback)."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"http://{_url_host(shown)}:{port}"
 
 
 def _url_host(host: str) -> str:
