@@ -24,13 +24,13 @@ from palaestra.errors import (
     StorageFullError,
 )
 from palaestra.scoreboard import protocol
-from palaestra.scoreboard.client.transport import is_local_url
 from palaestra.scoreboard.client import (
     RetryPolicy,
     ScoreboardClient,
     idempotency_key,
     parse_retry_after,
 )
+from palaestra.scoreboard.client.transport import is_local_url
 from tests.scoreboard.client.client_helpers import Reply, ScriptedServer, file_object
 from tests.server_process import free_port
 
