@@ -206,8 +206,8 @@ def _print_profile(profile: dict[str, Any] | None, spread: bool, n: int) -> None
         i = min(range(len(taus)), key=lambda j: abs(taus[j] - tau))
         if abs(taus[i] - tau) > 1e-9:
             continue  # not a threshold of this profile
-        band = (profile["low"][i], profile["high"][i]) if spread else (None, None)
-        print(f"    tau = {taus[i]:<5g}              {Interval(profile['fraction'][i], *band, n=n).shown()}")
+        low, high = (profile["low"][i], profile["high"][i]) if spread else (None, None)
+        print(f"    tau = {taus[i]:<5g}              {Interval(profile['fraction'][i], low, high, n=n).shown()}")
 
 
 def _list(args: argparse.Namespace) -> int:
