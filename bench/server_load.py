@@ -67,13 +67,13 @@ def video_archive(kind: str) -> bytes:
     """One video (+ metadata + manifest) in the 2017 archive format."""
     base = "openaigym.video.0.1.video000000"
     if kind == "mp4":
-        import imageio_ffmpeg
+        from palaestra.monitoring.video import ffmpeg_binary
 
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "v.mp4"
             subprocess.run(
                 [
-                    imageio_ffmpeg.get_ffmpeg_exe(),
+                    ffmpeg_binary(),
                     "-v",
                     "error",
                     "-f",

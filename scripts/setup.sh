@@ -10,6 +10,7 @@ VENV=.venv
 
 install_system_packages() {
   local wanted missing=()
+  echo "palaestra set-up: checking the system packages of scripts/system-packages.txt ..."
   wanted=$(grep -v '^\s*#' scripts/system-packages.txt | grep -v '^\s*$')
   for pkg in $wanted; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -28,13 +29,16 @@ install_system_packages() {
 
 install_python() {
   if [ ! -x "$VENV/bin/python" ]; then
+    echo "palaestra set-up: creating the virtual environment $VENV ..."
     "$PYTHON" -m venv "$VENV"
   fi
+  echo "palaestra set-up: upgrading pip ..."
   "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+  echo "palaestra set-up: installing Python packages into $VENV (pip install -e '.[all,ray,dev]'; a few minutes the first time) ..."
   "$VENV/bin/python" -m pip install -q -e '.[all,ray,dev]'
 }
 
 install_system_packages
 install_python
 bash scripts/build-pachi.sh "$VENV"
-echo "palaestra set-up: done ($VENV)"
+echo "palaestra set-up: done ($VENV; \`source $VENV/bin/activate\` puts palaestra on PATH)"

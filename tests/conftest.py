@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.legacy_gym import REPO_ROOT, build_legacy_gym_venv, legacy_python
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The servers that tests start record themselves in a state folder of this session's own
+    (scoreboard/server/core/running.py), where the user's running servers cannot meet them."""
+    os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="palaestra-test-state-")
 
 
 @pytest.fixture(scope="session")

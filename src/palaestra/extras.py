@@ -4,6 +4,7 @@
 upload client and the built-in agents. Everything else is an extra (``pyproject.toml`` lists them):
 
 =============  =====================================================================
+``ffmpeg``     an ffmpeg binary for videos (imageio-ffmpeg), where the system has no ``ffmpeg``
 ``board``      Go and Hex (OpenSpiel's rules engine)
 ``server``     the scoreboard service and ``palaestra demo`` (FastAPI, SQLAlchemy, ...)
 ``postgres``   the scoreboard on PostgreSQL; ``s3``: its blobs on S3
@@ -36,6 +37,7 @@ __all__ = ["EXTRA_MODULES", "install_command", "missing_extra_message", "require
 #: extra -> the top-level modules it brings that palaestra imports (the first ones are checked by
 #: :func:`require`; the rest only name the extra when they are found missing)
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "ffmpeg": ("imageio_ffmpeg",),
     "board": ("pyspiel",),
     "server": ("fastapi", "uvicorn", "sqlalchemy", "alembic", "jinja2", "multipart", "argon2"),
     "postgres": ("psycopg",),

@@ -59,6 +59,10 @@ def test_run_resume_and_score(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert any(line.startswith("CartPole-v0 ") and "1/1" in line for line in lines)
     assert any("envs solved" in line for line in lines)
     assert any(line.strip().startswith("IQM") for line in lines)
+    # one trial per task: no interval, said as the benchmark page says it (not "[0.099, 0.099]")
+    [iqm] = [line for line in lines if line.strip().startswith("IQM")]
+    assert iqm.endswith("n = 1, no interval") and "[" not in iqm
+    assert all("[" not in line for line in lines if line.strip().startswith("tau = "))
 
     args = [
         "benchmark",

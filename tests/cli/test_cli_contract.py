@@ -38,6 +38,20 @@ def test_every_subcommand_has_help(command: str) -> None:
     assert f"usage: palaestra {command}" in result.stdout
 
 
+def test_each_server_action_has_its_own_help_with_its_own_options() -> None:
+    listed = palaestra("server", "--help").stdout
+    for action in ("run", "migrate", "gc", "rotate-secret", "backup", "rescore", "export", "import", "verify"):
+        assert action in listed
+    gc = palaestra("server", "gc", "--help")
+    assert gc.returncode == 0 and "usage: palaestra server gc" in gc.stdout
+    assert "--grace" in gc.stdout and "--dry-run" in gc.stdout and "--data-dir" in gc.stdout
+    assert "--port" not in gc.stdout and "--include-keys" not in gc.stdout and "--static" not in gc.stdout
+    export = palaestra("server", "export", "--help").stdout
+    assert "--static" in export and "--include-keys" in export and "--grace" not in export
+    run = palaestra("server", "run", "--help").stdout
+    assert "--port" in run and "--workers" in run and "--dry-run" not in run and "--expect-head" not in run
+
+
 def test_run_help_documents_the_agent_interface() -> None:
     out = palaestra("run", "--help").stdout
     assert "module:factory" in out and "observe" in out and "end_episode" in out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import signal
@@ -19,6 +20,9 @@ from tests.cli.cli_helpers import PALAESTRA, cli_env, palaestra
 from tests.server_process import ServerProcess, free_port
 
 STARTUP_S = 240
+# PATH without the venv's bin folder, as after `make demo` in a shell that did not activate it
+NO_VENV_PATH = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != Path(PALAESTRA).parent)
+VENV_PATH = os.pathsep.join([str(Path(PALAESTRA).parent), NO_VENV_PATH])
 
 
 def _read_until(proc: subprocess.Popen[str], marker: str, timeout: float) -> list[str]:
@@ -89,7 +93,8 @@ def test_demo_runs_again_on_the_same_data_dir_and_finds_a_free_port(tmp_path: Pa
         busy.listen()
         port = busy.getsockname()[1]
         first = palaestra(
-            "demo", "--data-dir", "d", "--port", str(port), "--episodes", "30", "--no-serve", cwd=tmp_path
+            "demo", "--data-dir", "d", "--port", str(port), "--episodes", "30", "--no-serve", cwd=tmp_path,
+            PATH=VENV_PATH,
         )
         second = palaestra(
             "demo",
@@ -101,6 +106,7 @@ def test_demo_runs_again_on_the_same_data_dir_and_finds_a_free_port(tmp_path: Pa
             "30",
             "--exit-after-upload",
             cwd=tmp_path,
+            PATH=VENV_PATH,
         )
     urls = []
     for result in (first, second):
@@ -120,25 +126,45 @@ def test_demo_runs_again_on_the_same_data_dir_and_finds_a_free_port(tmp_path: Pa
 
 @pytest.mark.slow
 def test_demo_says_how_to_serve_its_data_again_and_that_command_serves_it(tmp_path: Path) -> None:
-    result = palaestra("demo", "--data-dir", "d", "--port", str(free_port()), "--episodes", "20", "--no-serve", cwd=tmp_path)
+    """Without palaestra on PATH the command names the program by its path, and says how to activate."""
+    result = palaestra(
+        "demo", "--data-dir", "d", "--port", str(free_port()), "--episodes", "20", "--no-serve", cwd=tmp_path,
+        PATH=NO_VENV_PATH,
+    )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    *_, evaluation_line, hint = result.stdout.strip().splitlines()
+    *_, evaluation_line, activate, hint = result.stdout.strip().splitlines()
     url = evaluation_line.split(": ", 1)[1]
-    command = hint.split("serve it again with: ", 1)[1]
-    assert command.startswith("palaestra server --data-dir ")
-    # the hint's own arguments, on the port of the evaluation's URL
+    assert f"`source {Path(PALAESTRA).parent / 'activate'}` puts it there" in activate
+    command = shlex.split(hint.split("serve it again with: ", 1)[1])
+    program, args = command[: command.index("server")], command[command.index("server") + 1 :]
+    assert program == [PALAESTRA] and args[0] == "--data-dir"
+    # the hint as printed, run where it was printed, with the same PATH, on the port of the evaluation's URL
     server = ServerProcess(
-        shlex.split(command)[2:], port=urlsplit(url).port, command=[PALAESTRA], cwd=tmp_path, env=cli_env()
+        args, port=urlsplit(url).port, command=program, cwd=tmp_path, env=cli_env(PATH=NO_VENV_PATH)
     )
     with server:
         page = httpx.get(url, timeout=5)
         assert page.status_code == 200 and "CartPole-v1" in page.text and "palaestra-cem" in page.text
 
 
+def test_the_command_is_shown_as_palaestra_where_path_finds_it_else_by_its_path(tmp_path: Path) -> None:
+    show = "from palaestra.cli import runnable_command; print(runnable_command())"
+    python = str(Path(PALAESTRA).parent / "python")
+    on_path = subprocess.run([python, "-c", show], env=cli_env(PATH=VENV_PATH), capture_output=True, text=True)
+    assert on_path.stdout.strip() == "('palaestra', None)", on_path.stderr
+    venv = Path(PALAESTRA).parent.parent
+    inside = subprocess.run(
+        [python, "-c", show], env=cli_env(PATH=NO_VENV_PATH), cwd=venv.parent, capture_output=True, text=True
+    )
+    relative = f"{venv.name}/bin/palaestra"
+    assert inside.stdout.strip() == repr((relative, f"source {venv.name}/bin/activate")), inside.stderr
+
+
 @pytest.mark.slow
 def test_demo_prints_its_story_alone_and_the_servers_log_goes_to_the_file_it_names(tmp_path: Path) -> None:
     result = palaestra(
-        "demo", "--data-dir", "d", "--port", str(free_port()), "--episodes", "20", "--no-serve", "--progress", cwd=tmp_path
+        "demo", "--data-dir", "d", "--port", str(free_port()), "--episodes", "20", "--no-serve", "--progress", cwd=tmp_path,
+        PATH=VENV_PATH,
     )
     assert result.returncode == 0, result.stderr
     story = result.stdout.strip().splitlines()

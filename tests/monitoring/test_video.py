@@ -454,6 +454,34 @@ def test_missing_ffmpeg(
     assert "no-such-ffmpeg" in message
 
 
+def test_the_systems_ffmpeg_on_path_comes_before_the_extras(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    system = tmp_path / "ffmpeg"
+    system.write_text("#!/bin/sh\nexit 0\n")
+    system.chmod(0o755)
+    monkeypatch.delenv("PALAESTRA_FFMPEG", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert ffmpeg_binary() == str(system)
+
+
+def test_without_a_system_ffmpeg_or_the_extra_the_error_names_both_fixes(tmp_path: Path) -> None:
+    """No ffmpeg on PATH and imageio-ffmpeg not installed (made unimportable): a user's core install."""
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["imageio_ffmpeg"] = None  # as if the ffmpeg extra were not installed
+        from palaestra.monitoring.video import ffmpeg_binary
+        ffmpeg_binary()
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PALAESTRA_FFMPEG"}
+    env["PATH"] = str(tmp_path)  # an empty folder: no ffmpeg
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    message = done.stderr.strip().splitlines()[-1]
+    assert message.startswith("palaestra.errors.DependencyNotInstalled: No ffmpeg found on PATH"), message
+    assert "apt-get install ffmpeg" in message and "pip install 'palaestra[ffmpeg]'" in message
+
+
 def test_ffmpeg_that_does_not_run(tmp_path: Path) -> None:
     fake = tmp_path / "ffmpeg"
     fake.write_text("#!/bin/sh\necho 'ffmpeg: cannot start' >&2\nexit 3\n")

@@ -182,17 +182,17 @@ def ansi_recording(frames: int = 3) -> bytes:
 
 
 def make_mp4(frames: int = 5, seed: int = 0) -> bytes:
-    """A small real H.264 mp4 (made with the ffmpeg imageio-ffmpeg ships); distinct per ``seed``."""
+    """A small real H.264 mp4 (made with the ffmpeg the Monitor uses); distinct per ``seed``."""
     if (frames, seed) not in _MP4_CACHE:
         import tempfile
 
-        import imageio_ffmpeg
+        from palaestra.monitoring.video import ffmpeg_binary
 
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "v.mp4"
             subprocess.run(
                 [
-                    imageio_ffmpeg.get_ffmpeg_exe(),
+                    ffmpeg_binary(),
                     "-v",
                     "error",
                     "-y",

@@ -220,6 +220,14 @@ class Interval:
             return f"{self.value:.3f}"
         return f"{self.value:.3f} [{self.low:.3f}, {self.high:.3f}]"
 
+    def shown(self, digits: int = 3) -> str:
+        """``value  [low, high]``, or ``value  n = N, no interval`` where there is none: what the pages
+        show (templates/_stats.html), in text, for the command line (issue 36: one trial printed
+        ``[0.099, 0.099]``)."""
+        if self.low is None or self.high is None:
+            return f"{self.value:.{digits}f}  n = {self.n}, no interval"
+        return f"{self.value:.{digits}f}  [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+
 
 def _check_confidence(confidence: float) -> None:
     if not 0 < confidence < 1:

@@ -16,6 +16,8 @@ import argparse
 import importlib
 import logging
 import os
+import shlex
+import shutil
 import sys
 import traceback
 from collections.abc import Sequence
@@ -61,6 +63,31 @@ def add_progress_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_false",
         help="never show the progress bar (default: only on a terminal)",
     )
+
+
+def runnable_command() -> tuple[str, str | None]:
+    """How the user types the ``palaestra`` command that is running, in a line they can paste, and the
+    line that puts it on PATH where it is not there (``None`` when it is).
+
+    ``palaestra`` where PATH finds this very program; else its path (relative to the current folder
+    when it is inside it: ``.venv/bin/palaestra`` after ``make demo``) with ``source .../activate``;
+    ``python -m palaestra`` where there is no script (issue 36: the demo's last line said
+    ``palaestra server`` where no ``palaestra`` was on PATH).
+    """
+    bin_dir = os.path.dirname(sys.executable)  # the venv's bin, not the interpreter it links to
+    script = os.path.join(bin_dir, "palaestra")
+    if not os.path.isfile(script):
+        return f"{shlex.quote(sys.executable)} -m palaestra", None
+    found = shutil.which("palaestra")
+    if found and os.path.samefile(found, script):
+        return "palaestra", None
+
+    def shown(path: str) -> str:
+        relative = os.path.relpath(path)
+        return shlex.quote(relative if not relative.startswith("..") else os.path.abspath(path))
+
+    activate = os.path.join(bin_dir, "activate")
+    return shown(script), (f"source {shown(activate)}" if os.path.isfile(activate) else None)
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -165,20 +165,27 @@ def _print_score(result: dict[str, Any]) -> None:
     print(f"  start to finish          {result['start_to_finish_seconds']:.1f} s")
     print(f"  summed task wall time    {result['summed_task_wall_time']:.1f} s")
     print(f"  summed training time     {result['summed_training_seconds']:.1f} s")
+    from palaestra.benchmarks.statistics import Interval, has_spread
+
     stats = result["statistics"]
+    # one trial per task: the bootstrap's bounds equal the value, and there is no interval (as the pages say)
+    table = {str(i): t["trial_scores"] for i, t in enumerate(result["tasks"]) if t.get("trial_scores")}
+    spread = bool(table) and has_spread(table)
+    most = max((len(v) for v in table.values()), default=0)
     names = [("iqm", "IQM"), ("mean", "mean"), ("median", "median"), ("optimality_gap", "optimality gap")]
     if any(name in stats for name, _ in names):
         print(f"  over {stats['num_runs']} runs, 95% stratified bootstrap CIs ({stats['reps']} replicates):")
         for name, label in names:
             if name in stats:
                 s = stats[name]
-                print(f"  {label:<24} {_fmt(s['value'])}  [{_fmt(s['low'])}, {_fmt(s['high'])}]")
+                low, high = (s["low"], s["high"]) if spread else (None, None)
+                print(f"  {label:<24} {Interval(s['value'], low, high, n=most).shown()}")
     if normalised:
         print(
             f"  scores are human-normalised (0 = random play, 1 = human) with the {normalised['table']} "
             f"v{normalised['version']} table: {normalised['citation']}"
         )
-    _print_profile(stats.get("profile"))
+    _print_profile(stats.get("profile"), spread, most)
     for skipped in result.get("skipped", []):
         print(f"  (not scored: {os.path.relpath(skipped)}, an env outside the benchmark)")
 
@@ -187,8 +194,10 @@ def _print_score(result: dict[str, Any]) -> None:
 PROFILE_PRINTED_TAUS = (0.0, 0.25, 0.5, 0.75, 1.0, 2.0, 4.0, 8.0)
 
 
-def _print_profile(profile: dict[str, Any] | None) -> None:
+def _print_profile(profile: dict[str, Any] | None, spread: bool, n: int) -> None:
     """A few points of the performance profile: the fraction of runs scoring above tau, with its band."""
+    from palaestra.benchmarks.statistics import Interval
+
     if not profile:
         return
     taus = profile["taus"]
@@ -197,10 +206,8 @@ def _print_profile(profile: dict[str, Any] | None) -> None:
         i = min(range(len(taus)), key=lambda j: abs(taus[j] - tau))
         if abs(taus[i] - tau) > 1e-9:
             continue  # not a threshold of this profile
-        print(
-            f"    tau = {taus[i]:<5g}              {_fmt(profile['fraction'][i])}  "
-            f"[{_fmt(profile['low'][i])}, {_fmt(profile['high'][i])}]"
-        )
+        low, high = (profile["low"][i], profile["high"][i]) if spread else (None, None)
+        print(f"    tau = {taus[i]:<5g}              {Interval(profile['fraction'][i], low, high, n=n).shown()}")
 
 
 def _list(args: argparse.Namespace) -> int:

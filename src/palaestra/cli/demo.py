@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from palaestra.cli import add_progress_arguments
+from palaestra.cli import add_progress_arguments, runnable_command
 from palaestra.cli.run import positive_int
 from palaestra.cli.server import cannot_listen
 from palaestra.errors import Error, StartupError
@@ -148,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _serve_and_run(args: argparse.Namespace, data_dir: Path, port: int) -> int:
     from palaestra.scoreboard.server.core.config import resolve_config
+    from palaestra.scoreboard.server.core.running import record_running
     from palaestra.scoreboard.server.embedded import EmbeddedScoreboard
 
     # Embedded defaults whatever PALAESTRA_* variables say: SQLite and a blob folder in the data dir.
@@ -155,18 +156,22 @@ def _serve_and_run(args: argparse.Namespace, data_dir: Path, port: int) -> int:
     scoreboard = EmbeddedScoreboard(config)
     say(f"Starting the scoreboard on {scoreboard.url} (data in {data_dir}, its log in {data_dir / LOG_NAME}) ...")
     scoreboard.start()
-    serve_again = f"palaestra server --data-dir {shlex.quote(str(data_dir))} --port {port}"
+    program, activate = runnable_command()
+    serve_again = f"{program} server --data-dir {shlex.quote(str(data_dir))} --port {port}"
     try:
-        code = _main_job(args, scoreboard, data_dir)
-        if code != 0 or not args.serve:
-            return code
-        say(f"Serving the scoreboard at {scoreboard.url} until Ctrl-C.")
-        scoreboard.wait()
+        with record_running(config, scoreboard.url):  # while it serves, `palaestra users` finds its data
+            code = _main_job(args, scoreboard, data_dir)
+            if code != 0 or not args.serve:
+                return code
+            say(f"Serving the scoreboard at {scoreboard.url} until Ctrl-C.")
+            scoreboard.wait()
     except KeyboardInterrupt:
         say("Stopping the scoreboard.")
         return 0
     finally:
         scoreboard.stop()
+        if activate:
+            say(f"palaestra is not on PATH here: `{activate}` puts it there (or type {program} as below).")
         say(f"The scoreboard has stopped; serve it again with: {serve_again}")
     return 0
 

@@ -1,4 +1,6 @@
-"""``palaestra server``: run the scoreboard service; ``palaestra server migrate``: only migrate;
+"""``palaestra server [OPTIONS]`` (or ``palaestra server run``): run the scoreboard service; each other
+action is a sub-command with its own options (``palaestra server ACTION --help``):
+``palaestra server migrate``: only migrate;
 ``palaestra server gc``: remove what no evaluation needs (:mod:`palaestra.scoreboard.server.archive.gc`);
 ``palaestra server rotate-secret``: a new upload-signing secret; ``palaestra server backup DEST``;
 ``palaestra server rescore``: derive every stored evaluation and benchmark run again (:mod:`palaestra.scoreboard.server.evaluations.rescore`);
@@ -71,117 +73,150 @@ def config_from_args(args: argparse.Namespace) -> Any:
     )
 
 
+#: The actions of ``palaestra server ACTION``, each a sub-command with its own options and ``--help``;
+#: ``palaestra server [OPTIONS]`` without one runs the server (``run``).
+ACTION_HELP = {
+    "run": "run the scoreboard (the default: `palaestra server [OPTIONS]` does the same)",
+    "migrate": "apply the database migrations and exit",
+    "gc": "remove orphaned blobs, temporary files, expired pending files and idempotency keys, and exit",
+    "rotate-secret": "make a new upload-signing secret (forms already handed out stay valid)",
+    "backup": "copy a running SQLite scoreboard (database, blobs, secret) into DEST",
+    "rescore": "derive every stored evaluation and benchmark run again (after a scoring change)",
+    "export": "write the whole board in the archive format into DEST (--static: as a static website)",
+    "import": "load an export (SRC) into an empty board",
+    "verify": "check the hash chain of scores (of this board, an export folder or a server's URL)",
+    "log-backfill": "log what was scored before the log existed",
+}
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "server",
         help="run the scoreboard service (the 2017 /v1 API and web pages)",
         description="Run the scoreboard: SQLite and a blob folder under --data-dir by default; "
         "--database-url postgresql://... and --storage s3://bucket/prefix for the scale-out set-up. "
-        "`palaestra server migrate` applies the database migrations and exits; `palaestra server gc` "
-        "removes orphaned blobs, temporary files, expired pending files and idempotency keys, and exits; "
-        "`palaestra server rotate-secret` makes a new upload-signing secret (forms already handed out stay "
-        "valid); `palaestra server backup DEST` copies a running SQLite scoreboard (database, blobs, secret); "
-        "`palaestra server export DEST` writes the whole board in the archive format (any database and store), "
-        "`palaestra server import SRC` loads one into an empty board, `palaestra server verify [DEST|URL]` "
-        "checks the hash chain of scores, and `palaestra server log-backfill` logs what was scored before it. "
-        "`palaestra server rescore` derives every stored evaluation again from its episode batch (scores, "
-        "learning curves, benchmark task scores) and every benchmark run's score from those, e.g. after a "
-        "scoring change. "
-        "`palaestra server export --static DEST` writes the board as a static website (relative links: any "
-        "static file host or file://). --read-only serves a frozen board: every read, no write.",
+        "--read-only serves a frozen board: every read, no write. The actions below look after a board; "
+        "`palaestra server ACTION --help` shows an action's own options.",
     )
-    parser.add_argument(
-        "action",
-        nargs="?",
-        choices=["run", "migrate", "gc", "rotate-secret", "backup", "rescore", *server_archive.ACTIONS],
-        default="run",
-        help="run (default), migrate, gc, rotate-secret, backup DEST, rescore, export [--static] DEST, "
-        "import SRC, verify [DEST|URL] or log-backfill",
-    )
-    parser.add_argument(
-        "destination",
-        nargs="?",
-        metavar="DEST",
-        help="backup: a new folder for the copy (a data folder: `palaestra server --data-dir DEST` serves it); "
-        "export: the export's folder (new, or an earlier export's, to update it; --static: a new or empty "
-        "folder for the static mirror); import: the export to load; "
-        "verify: an export folder or a server's URL (none: this board)",
-    )
+    # `palaestra server [OPTIONS]`, with no action, runs the server: the run options are here too
     add_database_arguments(parser)
-    server_archive.add_arguments(parser)
-    parser.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=None, help="port to listen on (default 8000)")
+    _add_run_arguments(parser)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    for name, help_text in ACTION_HELP.items():
+        action = actions.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
+        # suppressed defaults: flags given before the action (`server --data-dir D gc`) survive
+        add_database_arguments(action, suppress=True)
+        if name == "run":
+            _add_run_arguments(action, suppress=True)
+        if name == "gc":
+            action.add_argument(
+                "--read-only",
+                action="store_true",
+                default=argparse.SUPPRESS,
+                help="the board is a read-only archive (env PALAESTRA_READ_ONLY=1): only --dry-run is allowed",
+            )
+            _add_gc_arguments(action, suppress=True)
+            action.add_argument("--dry-run", action="store_true", help="report what would be removed, remove nothing")
+            action.add_argument("--json", action="store_true", help="print the report as JSON")
+        if name == "backup":
+            action.add_argument(
+                "destination",
+                nargs="?",
+                metavar="DEST",
+                help="a new folder for the copy (a data folder: `palaestra server --data-dir DEST` serves it)",
+            )
+        if name in server_archive.ACTIONS:
+            server_archive.add_arguments(action, name)
+    parser.set_defaults(
+        handler=run, destination=None, dry_run=False, json=False, **server_archive.DEFAULTS
+    )
+
+
+def _add_run_arguments(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
+    """The options of the running server (``suppress``: as for :func:`add_database_arguments`)."""
+
+    def given(value: Any) -> Any:
+        return argparse.SUPPRESS if suppress else value
+
+    parser.add_argument("--host", default=given(None), help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=given(None), help="port to listen on (default 8000)")
     parser.add_argument(
         "--public-url",
+        default=given(None),
         help="URL clients reach this server at, used in upload URLs and "
         "web links (env PALAESTRA_PUBLIC_URL; default: the URL of each request)",
     )
     parser.add_argument(
         "--trust-proxy",
         action="store_true",
-        default=None,
+        default=given(None),
         help="behind a reverse proxy: believe its X-Forwarded-Proto (HTTPS makes sign-in cookies Secure) "
         "and X-Forwarded-For, from the addresses in FORWARDED_ALLOW_IPS (default 127.0.0.1) "
         "(env PALAESTRA_TRUST_PROXY=1)",
     )
-    parser.add_argument("--workers", type=int, default=1, help="server processes (default 1)")
+    parser.add_argument("--workers", type=int, default=given(1), help="server processes (default 1)")
     parser.add_argument(
         "--graceful-timeout",
         type=float,
-        default=None,
+        default=given(None),
         metavar="SECONDS",
         help="on SIGTERM or Ctrl-C, stop accepting and let requests in flight finish for at most this "
         "long, then exit with 143 (SIGTERM) or 130 (default 30)",
     )
-    parser.add_argument("--no-migrate", action="store_true", help="do not apply migrations on start")
+    parser.add_argument(
+        "--no-migrate", action="store_true", default=given(False), help="do not apply migrations on start"
+    )
     parser.add_argument(
         "--read-only",
         action="store_true",
-        default=None,
+        default=given(None),
         help="serve the board as a read-only archive: every page, /v1 read and download as before, every "
         "write refused with 403 (env PALAESTRA_READ_ONLY=1)",
     )
     parser.add_argument(
         "--gc-interval",
         type=int,
-        default=None,
+        default=given(None),
         metavar="SECONDS",
-        help="run: clean up every SECONDS while serving, 0 never (env PALAESTRA_GC_INTERVAL_S; default 3600)",
+        help="clean up every SECONDS while serving, 0 never (env PALAESTRA_GC_INTERVAL_S; default 3600)",
     )
+    parser.add_argument(
+        "--embedded-workers",
+        type=int,
+        default=given(None),
+        metavar="N",
+        help="agent-evaluation workers in the server's process, 0 none (run `palaestra worker` "
+        "elsewhere) (env PALAESTRA_EMBEDDED_WORKERS; default 1)",
+    )
+    _add_gc_arguments(parser, suppress)  # the clean-up while serving follows them too
+
+
+def _add_gc_arguments(parser: argparse.ArgumentParser, suppress: bool = False) -> None:
+    """What the clean-up (``gc``, and the server's every ``--gc-interval``) leaves alone."""
+    default: Any = argparse.SUPPRESS if suppress else None
     parser.add_argument(
         "--grace",
         type=int,
-        default=None,
+        default=default,
         metavar="SECONDS",
-        help="gc: leave blobs and temporary files younger than this, and pending files that expired "
+        help="leave blobs and temporary files younger than this, and pending files that expired "
         "less long ago (env PALAESTRA_GC_GRACE_S; default 3600)",
     )
     parser.add_argument(
         "--idempotency-ttl",
         type=int,
-        default=None,
+        default=default,
         metavar="SECONDS",
-        help="gc: remove idempotency keys older than this (env PALAESTRA_IDEMPOTENCY_TTL_S; default 86400)",
+        help="remove idempotency keys older than this (env PALAESTRA_IDEMPOTENCY_TTL_S; default 86400)",
     )
     parser.add_argument(
         "--unused-file-ttl",
         type=int,
-        default=None,
+        default=default,
         metavar="SECONDS",
-        help="gc: remove uploaded files no evaluation uses this long after their upload, and their blobs "
+        help="remove uploaded files no evaluation uses this long after their upload, and their blobs "
         "(env PALAESTRA_UNUSED_FILE_TTL_S; default 172800; 0: never)",
     )
-    parser.add_argument(
-        "--embedded-workers",
-        type=int,
-        default=None,
-        metavar="N",
-        help="run: agent-evaluation workers in the server's process, 0 none (run `palaestra worker` "
-        "elsewhere) (env PALAESTRA_EMBEDDED_WORKERS; default 1)",
-    )
-    parser.add_argument("--dry-run", action="store_true", help="gc: report what would be removed, remove nothing")
-    parser.add_argument("--json", action="store_true", help="gc: print the report as JSON")
-    parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -193,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     log = logging.getLogger("palaestra")
     level = "warning" if args.quiet else "debug" if args.verbose else "info"
+    args.action = args.action or "run"
     if args.action == "run":
         import logging.config
 
@@ -220,10 +256,6 @@ def run(args: argparse.Namespace) -> int:
         return _backup(config, args.destination)
     if args.action in server_archive.ACTIONS:
         return server_archive.run(config, args)
-    if args.destination is not None:
-        raise ConfigurationError(
-            f"Unexpected argument {args.destination!r}: only `backup`, `export`, `import` and `verify` take one"
-        )
     from palaestra.scoreboard.server.app import serve
 
     if args.no_migrate:
@@ -236,9 +268,13 @@ def run(args: argparse.Namespace) -> int:
         config = config.with_overrides(graceful_timeout_s=args.graceful_timeout)
     if args.trust_proxy:
         config = config.with_overrides(trust_proxy=True)
+    from palaestra.scoreboard.server.core.running import record_running
+
     check_can_start(config)
     log.info("palaestra scoreboard on http://%s:%s", _url_host(config.host), config.port)
-    stopped_by = serve(config, workers=max(1, args.workers), log_level=level)
+    # recorded while it serves, so that `palaestra users` finds its data folder
+    with record_running(config, local_url(config.host, config.port)):
+        stopped_by = serve(config, workers=max(1, args.workers), log_level=level)
     if stopped_by is not None:
         exits.note_stop(stopped_by)
     exits.reraise_stop()  # uvicorn stopped gracefully on SIGTERM/Ctrl-C: exit 143/130, as documented
@@ -389,6 +425,13 @@ def cannot_listen(host: str, port: int) -> str | None:
         except OSError as exc:
             return exc.strerror or str(exc)
     return None
+
+
+def local_url(host: str, port: int) -> str:
+    """The URL a client on this machine reaches a server listening on ``host:port`` at (a wildcard
+    address is reached through loopback)."""
+    shown = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    return f"http://{_url_host(shown)}:{port}"
 
 
 def _url_host(host: str) -> str:

@@ -15,36 +15,53 @@ from typing import Any
 
 from palaestra.errors import ConfigurationError
 
-__all__ = ["ACTIONS", "add_arguments", "run"]
+__all__ = ["ACTIONS", "DEFAULTS", "add_arguments", "run"]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of the archive actions (on ``palaestra server``)."""
-    parser.add_argument(
-        "--include-keys",
-        action="store_true",
-        help="export, import: include the API keys (their hashes: the keys keep working on the imported "
-        "board); without it an import leaves out the keys an export holds",
-    )
-    parser.add_argument(
-        "--expect-head",
-        metavar="SHA256",
-        help="verify: fail unless the log still holds this entry hash (the head of an earlier verify)",
-    )
-    parser.add_argument(
-        "--static",
-        nargs="?",
-        const=True,
-        default=False,
-        metavar="DEST",
-        # it takes the folder itself, so that `export --static DEST` parses (argparse will not fill an
-        # optional positional after a flag) as well as `export DEST --static`
-        help="export: the board as a static website (relative links: any static file host or file://) "
-        "into a new or empty folder, instead of the archive format",
-    )
-    parser.add_argument(
-        "--no-progress", action="store_true", help="export, import: no progress bars (default: on a terminal)"
-    )
+#: The namespace of every ``palaestra server`` action holds these (each action's parser sets its own).
+DEFAULTS: dict[str, Any] = {"include_keys": False, "expect_head": None, "static": False, "no_progress": False}
+
+_DESTINATION_HELP = {
+    "export": "the export's folder (new, or an earlier export's, to update it; --static: a new or empty "
+    "folder for the static mirror)",
+    "import": "the export to load",
+    "verify": "an export folder or a server's URL (none: this board)",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser, action: str) -> None:
+    """The argument and flags of the archive action ``action`` (on ``palaestra server ACTION``)."""
+    if action in _DESTINATION_HELP:
+        metavar = {"import": "SRC", "verify": "DEST|URL"}.get(action, "DEST")
+        parser.add_argument("destination", nargs="?", metavar=metavar, help=_DESTINATION_HELP[action])
+    if action in ("export", "import"):
+        parser.add_argument(
+            "--include-keys",
+            action="store_true",
+            help="include the API keys (their hashes: the keys keep working on the imported board); "
+            "without it an import leaves out the keys an export holds",
+        )
+        parser.add_argument(
+            "--no-progress", action="store_true", help="no progress bars (default: on a terminal)"
+        )
+    if action == "verify":
+        parser.add_argument(
+            "--expect-head",
+            metavar="SHA256",
+            help="fail unless the log still holds this entry hash (the head of an earlier verify)",
+        )
+    if action == "export":
+        parser.add_argument(
+            "--static",
+            nargs="?",
+            const=True,
+            default=False,
+            metavar="DEST",
+            # it takes the folder itself, so that `export --static DEST` parses (argparse will not fill an
+            # optional positional after a flag) as well as `export DEST --static`
+            help="the board as a static website (relative links: any static file host or file://) "
+            "into a new or empty folder, instead of the archive format",
+        )
 
 
 def _progress(args: argparse.Namespace) -> bool:

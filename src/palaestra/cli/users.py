@@ -1,7 +1,10 @@
 """``palaestra users create NAME [--password | --password-stdin] [--invite] | list | revoke NAME|KEY_ID``:
 the scoreboard's users, their passwords and API keys.
 
-Works directly on the database chosen by the same flags and variables as ``palaestra server``.
+Works directly on the database chosen by the same flags and variables as ``palaestra server``;
+without them, on the data folder of the one ``palaestra server`` running on this machine
+(:mod:`palaestra.scoreboard.server.core.running`), else the default one. It says on stderr which
+database it used.
 ``create`` prints the new API key on its last line (it is stored hashed and never shown again).
 A password lets the user sign in to the web pages (``/settings/profile``: their keys): the admin
 types it at a hidden prompt (``--password``) or pipes it (``--password-stdin``), never on the command
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from palaestra.scoreboard.server.core.state import open_database
 
     private_files()
-    config = config_from_args(args)
+    config = _users_config(args)
     if config.read_only and args.users_command != "list":
         raise ConfigurationError(
             f"This scoreboard is a read-only archive (PALAESTRA_READ_ONLY=1): `users {args.users_command}` "
@@ -128,6 +131,41 @@ def run(args: argparse.Namespace) -> int:
         return 0
     finally:
         db.dispose()
+
+
+def _users_config(args: argparse.Namespace) -> Any:
+    """The configuration of the database to work on, said on stderr: the flags' and variables' where
+    given, else the running server's data folder (when exactly one server runs here), else the default."""
+    import os
+
+    from palaestra.scoreboard.server.core.config import ENV_DATA_DIR, ENV_DATABASE_URL
+    from palaestra.scoreboard.server.core.database import shown_url
+    from palaestra.scoreboard.server.core.running import running_servers
+
+    chosen = args.data_dir or args.database_url or os.environ.get(ENV_DATA_DIR) or os.environ.get(ENV_DATABASE_URL)
+    servers = [] if chosen else running_servers()
+    why = ""
+    if len(servers) == 1:
+        server = servers[0]
+        if not server.default_database:
+            raise ConfigurationError(
+                f"The scoreboard server running at {server.url} (pid {server.pid}) uses the database "
+                f"{server.database_url}: pass it with --database-url (with its password), or pass --data-dir "
+                "for another scoreboard"
+            )
+        args.data_dir = str(server.data_dir)
+        why = f"the data folder of the scoreboard server running at {server.url}, pid {server.pid}"
+    elif len(servers) > 1:
+        running = ", ".join(f"{s.url} ({s.data_dir})" for s in servers)
+        why = f"the default: {len(servers)} scoreboard servers run here, {running}; --data-dir picks one"
+    elif not chosen:
+        why = "the default: no scoreboard server runs here; --data-dir or --database-url picks another"
+    config = config_from_args(args)
+    print(
+        f"palaestra users: database {shown_url(config.database_url)}" + (f" ({why})" if why else ""),
+        file=sys.stderr,
+    )
+    return config
 
 
 def _key_document(key: Any) -> dict[str, Any]:

@@ -7,8 +7,9 @@
     (``queue_bytes``, 16 MiB by default) and goes out with the next frames, so the environment loop
     only waits when ffmpeg is behind by more than that pool, and memory stays flat in the episode
     length (a writer thread was measured too, and cost more: see docs/video.md). ffmpeg
-    starts lazily at the first frame; it is the binary of the ``imageio-ffmpeg`` package, else the
-    system ``ffmpeg`` (``$PALAESTRA_FFMPEG`` or the ``ffmpeg`` argument overrides both). The output
+    starts lazily at the first frame; it is the system's ``ffmpeg`` on PATH, else the binary of the
+    ``imageio-ffmpeg`` package (the ``ffmpeg`` extra: 165 MB, so not in the core) (``$PALAESTRA_FFMPEG``
+    or the ``ffmpeg`` argument overrides both). The output
     is what a browser's ``<video>`` element plays: H.264 (libx264), ``yuv420p``, ``-movflags
     +faststart`` (the ``moov`` atom before ``mdat``), and odd frame sizes padded to even ones
     (``pad=ceil(iw/2)*2:ceil(ih/2)*2``), since 4:2:0 needs even sizes.
@@ -87,8 +88,9 @@ ANSI_TITLE = "gym VideoRecorder episode"
 RGB_RENDER_MODES = ("rgb_array", "rgb_array_list")
 _PIX_FMTS = {1: "gray", 3: "rgb24", 4: "rgba"}
 _INSTALL_HINT = (
-    "install the imageio-ffmpeg package (pip install imageio-ffmpeg; it ships an ffmpeg binary) or a "
-    f"system ffmpeg (apt-get install ffmpeg), or set {FFMPEG_ENV_VAR} to an ffmpeg executable"
+    "install ffmpeg with the system's package manager (apt-get install ffmpeg, brew install ffmpeg), or "
+    "the ffmpeg binary that the imageio-ffmpeg package ships (pip install 'palaestra[ffmpeg]'), or set "
+    f"{FFMPEG_ENV_VAR} to an ffmpeg executable"
 )
 
 
@@ -98,7 +100,8 @@ class EncoderError(Exception):
 
 # -- ffmpeg discovery and command line ---------------------------------------------------------------
 def ffmpeg_binary(path: str | None = None) -> str:
-    """The ffmpeg executable: ``path``, else ``$PALAESTRA_FFMPEG``, else imageio-ffmpeg's, else the system's.
+    """The ffmpeg executable: ``path``, else ``$PALAESTRA_FFMPEG``, else the system's (on PATH), else
+    imageio-ffmpeg's (the ``ffmpeg`` extra).
 
     Raises:
         DependencyNotInstalled: the named executable does not exist, or no ffmpeg is found at all.
@@ -110,19 +113,18 @@ def ffmpeg_binary(path: str | None = None) -> str:
             source = "the ffmpeg argument" if path else f"${FFMPEG_ENV_VAR}"
             raise DependencyNotInstalled(
                 f"No ffmpeg executable at {named!r} (given by {source}); point it at an ffmpeg binary, or "
-                f"leave it unset to use imageio-ffmpeg's or the system's."
+                f"leave it unset to use the system's or imageio-ffmpeg's."
             )
         return resolved
+    system = shutil.which("ffmpeg")
+    if system is not None:
+        return system
     try:
         import imageio_ffmpeg
 
         return str(imageio_ffmpeg.get_ffmpeg_exe())
     except (ImportError, RuntimeError):
-        pass
-    system = shutil.which("ffmpeg")
-    if system is None:
-        raise DependencyNotInstalled(f"No ffmpeg found to encode videos: {_INSTALL_HINT}.")
-    return system
+        raise DependencyNotInstalled(f"No ffmpeg found on PATH, nor the ffmpeg extra: {_INSTALL_HINT}.") from None
 
 
 @lru_cache(maxsize=8)

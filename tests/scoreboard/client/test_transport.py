@@ -30,6 +30,7 @@ from palaestra.scoreboard.client import (
     idempotency_key,
     parse_retry_after,
 )
+from palaestra.scoreboard.client.transport import is_local_url
 from tests.scoreboard.client.client_helpers import Reply, ScriptedServer, file_object
 from tests.server_process import free_port
 
@@ -108,16 +109,45 @@ def test_persistent_5xx_gives_up_with_every_attempt_counted(scripted_server):
     assert len(scripted_server.seen("POST", "/v1/evaluations")) == 4 and len(sleeps) == 3
 
 
-def test_connection_refused_is_retried_then_reported():
+def test_a_refused_connection_to_this_machine_fails_at_once_naming_palaestra_server():
+    """Nothing listens on a local port: no retry will start a server, so the first refusal is the answer."""
     sleeps: list[float] = []
+    url = f"http://127.0.0.1:{free_port()}"
+    with make_client(url, sleeps) as client, pytest.raises(APIConnectionError) as e:
+        client.retrieve_evaluation("eval_1")
+    assert not isinstance(e.value, RetriesExceededError) and sleeps == []
+    assert f"No scoreboard server is running at {url}" in str(e.value)
+    assert "'palaestra server'" in str(e.value) and "GET /v1/evaluations/eval_1" in str(e.value)
+
+
+def test_a_refused_local_connection_is_retried_when_the_caller_waits_for_the_server_then_reported():
+    sleeps: list[float] = []
+    policy = RetryPolicy(max_retries=3, base_delay=0.5, max_delay=4.0, wait_for_local_server=True)
     with (
-        make_client(f"http://127.0.0.1:{free_port()}", sleeps) as client,
+        make_client(f"http://127.0.0.1:{free_port()}", sleeps, retry=policy) as client,
         pytest.raises(RetriesExceededError) as e,
     ):
         client.retrieve_evaluation("eval_1")
     assert isinstance(e.value.__cause__, APIConnectionError)
     assert "Could not reach the scoreboard" in str(e.value) and "GET /v1/evaluations/eval_1" in str(e.value)
     assert len(sleeps) == 3
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://localhost:8000", True),
+        ("http://127.0.0.1:8000", True),
+        ("http://127.8.9.10", True),
+        ("http://[::1]:8000", True),
+        ("http://board.localhost", True),
+        ("https://scoreboard.example.org", False),
+        ("http://10.0.0.5:8000", False),
+        ("http://[2001:db8::1]:8000", False),
+    ],
+)
+def test_local_urls_are_the_loopback_ones(url, local):
+    assert is_local_url(url) is local
 
 
 @pytest.mark.parametrize(

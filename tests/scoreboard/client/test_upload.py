@@ -225,7 +225,8 @@ def test_a_server_killed_mid_way_loses_nothing_and_duplicates_nothing(fresh_scor
 
     restarting = threading.Thread(target=server.restart, daemon=True)
     restarting.start()
-    patient = RetryPolicy(max_retries=80, base_delay=0.2, max_delay=1.0)
+    # a fresh client told that the server is starting: its refused connections are waited for
+    patient = RetryPolicy(max_retries=80, base_delay=0.2, max_delay=1.0, wait_for_local_server=True)
     with client_for(server, retry=patient) as client:
         result = client.upload(directory, algorithm_id="e2e-crash")
         evaluation_id = result.id

@@ -522,7 +522,7 @@ def child_environment() -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
     }
-    # imageio-ffmpeg's binary, where the caller chose one
+    # imageio-ffmpeg's binary (the ffmpeg extra), where the caller chose one
     if "IMAGEIO_FFMPEG_EXE" in os.environ:
         environment["IMAGEIO_FFMPEG_EXE"] = os.environ["IMAGEIO_FFMPEG_EXE"]
     return environment

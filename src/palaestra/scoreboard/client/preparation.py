@@ -112,6 +112,7 @@ def prepare_training_directory(
 ) -> PreparedDirectory:
     """Load and check one training directory; raises :class:`ResultsError` naming what is wrong."""
     directory = os.path.abspath(os.fspath(training_dir))
+    _refuse_a_benchmark_run(directory)
     results = load_results(directory)  # no directory, no manifests, commingled env_infos: ResultsError
     env_info = results["env_info"]
     episodes = len(results["episode_lengths"])
@@ -140,6 +141,21 @@ def prepare_training_directory(
         )
     provenance = checked_provenance(directory) if send_provenance else None
     return PreparedDirectory(directory, env_info, batch, videos, episodes, provenance)
+
+
+def _refuse_a_benchmark_run(directory: str) -> None:
+    """A folder without a manifest of its own whose sub-folders are training directories is a benchmark
+    run (or a folder of runs): say so, and how to upload it, instead of "no manifest files" (issue 36)."""
+    if not os.path.isdir(directory) or monitor_files.detect_training_manifests(directory):
+        return
+    runs = [os.path.relpath(d, directory) for d in training_directories(directory)]
+    if runs:
+        shown = ", ".join(runs[:3]) + (", ..." if len(runs) > 3 else "")
+        raise ResultsError(
+            f"{directory} is not a training directory, but it holds {len(runs)} ({shown}): to upload them as "
+            "one benchmark run, give its benchmark with --benchmark ID (benchmark_id= in Python; `palaestra "
+            "benchmark list` names them), or upload one of them on its own"
+        )
 
 
 def prepare_benchmark_run(

@@ -6,8 +6,9 @@
 - :class:`RetryPolicy`: connection errors, timeouts, 429 (honouring ``Retry-After``) and 5xx are
   retried with exponential backoff and full jitter for a budget of time (a minute by default: longer
   than a server's restart under load); other 4xx are answers. What can never succeed is not retried:
-  a TLS failure (one line: is the server plain HTTP?), 501/505, and 507 (the server's storage is
-  full, :class:`~palaestra.errors.StorageFullError`).
+  a TLS failure (one line: is the server plain HTTP?), 501/505, 507 (the server's storage is
+  full, :class:`~palaestra.errors.StorageFullError`), and a refused connection to a server on this
+  machine that has not answered yet (no server is running there: start it with ``palaestra server``).
 - :func:`error_from_response`: a non-2xx answer as the palaestra error the 2017 client raised
   (``InvalidRequestError`` with ``param``, ``AuthenticationError``, ``RateLimitError``...).
 """
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import ipaddress
 import json
 import logging
 import random
 import ssl
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -49,6 +52,7 @@ __all__ = [
     "RetryPolicy",
     "Transport",
     "error_from_response",
+    "is_local_url",
     "is_retryable_status",
     "parse_retry_after",
     "permanent_connection_problem",
@@ -87,9 +91,16 @@ class RetryPolicy:
 
     Retries stop when ``budget_s`` seconds have passed since the first attempt (a wait that would end
     past the budget is not started), or after ``max_retries`` retries when that is set.
+
+    A connection refused by a server on this machine (``localhost``, 127.0.0.0/8, ``::1``) before it
+    ever answered means that no server runs there: it fails at once, naming ``palaestra server``
+    (issue 36: a minute of retries hid that). Once the server has answered, a refused connection is a
+    restart and is retried. ``wait_for_local_server`` retries it from the first request too (a caller
+    that knows the server is starting).
     """
 
     budget_s: float = DEFAULT_RETRY_BUDGET_S
+    wait_for_local_server: bool = False
     max_retries: int | None = None
     base_delay: float = 0.5
     max_delay: float = 10.0
@@ -197,6 +208,8 @@ class Transport:
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
         self._clock = clock
+        #: Whether the server has answered this client once: after that a refused connection is a restart.
+        self._answered = False
         self._http = httpx.Client(
             timeout=timeout, transport=transport, headers={"User-Agent": USER_AGENT}, follow_redirects=False
         )
@@ -214,6 +227,8 @@ class Transport:
                 response = send()
             except RETRYABLE_EXCEPTIONS as e:
                 permanent = permanent_connection_problem(e, self.server)
+                if permanent is None and not (self._answered or self.retry.wait_for_local_server):
+                    permanent = _nothing_listens_locally(e, self.server)
                 if permanent:
                     raise APIConnectionError(f"{permanent} (while requesting {describe})") from None
                 error: APIError = APIConnectionError(
@@ -221,6 +236,7 @@ class Transport:
                     f"(network error: {type(e).__name__}: {e or 'no answer'})"
                 )
             else:
+                self._answered = True
                 if response.is_success:
                     return response
                 error = error_from_response(response, describe)
@@ -326,6 +342,33 @@ def permanent_connection_problem(error: Exception, server: str) -> str | None:
     plain = "http://" + server.removeprefix("https://")
     return (
         f"TLS handshake with {server} failed ({cause.reason or cause}): is the server plain HTTP? try {plain}"
+    )
+
+
+def is_local_url(url: str) -> bool:
+    """Whether ``url``'s host is this machine: ``localhost`` (and its subdomains), 127.0.0.0/8 or ``::1``."""
+    host = (urllib.parse.urlsplit(url).hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _nothing_listens_locally(error: Exception, server: str) -> str | None:
+    """The line for a connection refused by ``server`` on this machine (nothing listens on its port:
+    no retry will start a server), else ``None``."""
+    if not isinstance(error, httpx.ConnectError) or not is_local_url(server):
+        return None
+    cause: BaseException | None = error
+    while cause is not None and not isinstance(cause, ConnectionRefusedError):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        return None
+    return (
+        f"No scoreboard server is running at {server} (connection refused): start one with "
+        "'palaestra server' (in another terminal), or name the running one with --server URL or $PALAESTRA_SERVER"
     )
 
 

@@ -9,7 +9,7 @@
 - Video archives (tar.gz + ``manifest.json``): members must be regular files with flat names that
   match the 2017 patterns (no absolute paths, ``..``, links or devices), within caps on member
   count, member size and total expansion; every mp4/avi is probed with ffprobe (or, without one,
-  the ffmpeg that imageio-ffmpeg ships) and must hold a video stream; every JSON recording and
+  the ffmpeg that videos are encoded with) and must hold a video stream; every JSON recording and
   metadata file must parse.
 
 Errors are :class:`IngestError` with the HTTP status and the offending parameter; the app answers
@@ -37,7 +37,9 @@ from typing import Any, BinaryIO
 
 from pydantic import ValidationError
 
+from palaestra.errors import DependencyNotInstalled
 from palaestra.monitoring.files import CONTENT_TYPE_ANSI, CONTENT_TYPE_MP4, VIDEO_META_NAME_RE, VIDEO_NAME_RE
+from palaestra.monitoring.video import ffmpeg_binary
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server.evaluations.records import StoredVideo
 
@@ -288,18 +290,16 @@ def check_ansi_recording(member: Member) -> None:
 
 @functools.cache
 def _probe_command(configured: str | None) -> tuple[str, str]:
-    """``(kind, executable)``: ffprobe if there is one, else the ffmpeg imageio-ffmpeg ships."""
+    """``(kind, executable)``: ffprobe if there is one, else the ffmpeg that videos are encoded with."""
     if configured:
         return ("ffprobe" if "ffprobe" in os.path.basename(configured) else "ffmpeg"), configured
     found = shutil.which("ffprobe")
     if found:
         return "ffprobe", found
     try:
-        import imageio_ffmpeg
-
-        return "ffmpeg", imageio_ffmpeg.get_ffmpeg_exe()
-    except Exception as e:  # pragma: no cover - imageio-ffmpeg is a dependency
-        raise IngestError(f"No ffprobe or ffmpeg to check uploaded videos with ({e}).", status=500) from None
+        return "ffmpeg", ffmpeg_binary()
+    except DependencyNotInstalled as e:
+        raise IngestError(f"No ffprobe or ffmpeg to check uploaded videos with ({e})", status=500) from None
 
 
 class _VerdictCache:

@@ -8,7 +8,7 @@
   with it). ``None`` when neither is possible.
 - :func:`picture_key`: where it is kept; :func:`media_type`: PNG or WebP, read from its first bytes.
 
-ffmpeg is the one encoder (imageio-ffmpeg's binary, as for videos): it also turns a rendered frame
+ffmpeg is the one encoder (the one videos are encoded with: the system's, else imageio-ffmpeg's): it also turns a rendered frame
 into a PNG, so the server needs no imaging library.
 """
 
