@@ -306,8 +306,9 @@ def release(db: Database, claim: Claim) -> bool:
     return db.write_one(statement, {}) == 1
 
 
-def finish_in(session: Session, claim: Claim, evaluation_id: str, returns: list[float], now: Any) -> None:
-    """In the transaction inserting its evaluation: the job is done, as ``evaluation_id``; raises
+def finish_in(session: Session, claim: Claim, evaluation_id: str | None, returns: list[float], now: Any) -> None:
+    """In the transaction inserting its evaluation: the job is done, as ``evaluation_id`` (None for a
+    board-game agent's job, whose result is its verified ladder matches, :mod:`.matches`); raises
     :class:`LeaseLost` (rolling the evaluation back) if the job is no longer this worker's."""
     done = session.connection().execute(
         sa.update(_JOBS)

@@ -28,6 +28,7 @@ from palaestra.scoreboard.protocol.agents import (
 from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.accounts.rate_limits import UPLOAD_WINDOW_S, too_many
 from palaestra.scoreboard.server.agents import jobs as agent_jobs
+from palaestra.scoreboard.server.agents.matches import match_games
 from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
 from palaestra.scoreboard.server.core.answers import Idempotency, answer
@@ -124,6 +125,9 @@ def _queue(
         except ValueError as e:
             raise Problem(400, str(e), "writeup") from None
     checked = _check_artifact(state, model, descriptor)
+    games = match_games(state.config, checked["env_id"])
+    if games is not None:  # a Go or Hex agent plays the anchors: its "episodes" are those games
+        episodes = games
     key, digest = agent_jobs.store_artifact(state, model)
     base = base_url(state, request)
 
