@@ -196,4 +196,5 @@ def get_agent_job(job_id: str, request: Request, state: State) -> Response:
     """An agent's evaluation job: status, the episodes so far, the failure's reason and log."""
     with state.db.read() as session:
         job, owner = agent_jobs.load_job(session, job_id)
-    return answer(agent_jobs.job_object(job, owner, base_url(state, request)))
+        matches = agent_jobs.job_matches(session, job_id)
+    return answer(agent_jobs.job_object(job, owner, base_url(state, request), matches))

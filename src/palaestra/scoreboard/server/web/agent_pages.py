@@ -42,7 +42,8 @@ def job_page(request: Request, job_id: str) -> Response:
             job, owner = agent_jobs.load_job(session, job_id)
         except Problem:
             return not_found(request, f"No agent job {job_id!r}.")
-    shown = agent_jobs.job_object(job, owner)
+        matches = agent_jobs.job_matches(session, job_id)
+    shown = agent_jobs.job_object(job, owner, "", matches)
     running = shown.status in ("queued", "running")
     return render(
         request,
