@@ -27,6 +27,18 @@ def legacy_gym_python() -> str:
     return str(legacy_python())
 
 
+@pytest.fixture(scope="session")
+def gnugo() -> str:
+    """The GNU Go binary; the test is skipped, saying why, when it is missing."""
+    from palaestra.envs.board.gtp import find_binary
+    from palaestra.errors import DependencyNotInstalled
+
+    try:
+        return find_binary("gnugo")
+    except DependencyNotInstalled as exc:
+        pytest.skip(f"GNU Go is not installed (the set-up installs the Debian package gnugo): {exc}")
+
+
 @pytest.fixture
 def artifacts_dir(request: pytest.FixtureRequest) -> Iterator[Path]:
     """A folder under test-artifacts/ for screenshots and other things a person may want to look at."""

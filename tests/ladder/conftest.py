@@ -1,4 +1,4 @@
-"""Fixtures for the ladder tests: GNU Go, and a played 9x9 match folder."""
+"""Fixtures for the ladder tests: a played 9x9 match folder (GNU Go's fixture is the suite's: tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -6,19 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from palaestra.envs.board.gtp import find_binary
-from palaestra.errors import DependencyNotInstalled
 from palaestra.ladder.match import play_match, rules_of_env
 from palaestra.ladder.players import parse_player
-
-
-@pytest.fixture(scope="session")
-def gnugo() -> str:
-    """The GNU Go binary; the test is skipped, saying why, when it is missing."""
-    try:
-        return find_binary("gnugo")
-    except DependencyNotInstalled as exc:
-        pytest.skip(f"GNU Go is not installed (the set-up installs the Debian package gnugo): {exc}")
 
 
 @pytest.fixture(scope="session")

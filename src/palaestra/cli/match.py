@@ -14,7 +14,7 @@ def register(subparsers: Any) -> None:
         description="Play GAMES games of ENV_ID (Go9x9-v0, Go13x13-v0, Go19x19-v0, Hex9x9-v0, Hex11x11-v0) "
         "between two players, the first playing black in the odd games, with the env's board and komi "
         "(Go is counted on the board, Tromp-Taylor). A player is [NAME=]SPEC: random, mcts:SIMS, "
-        "gnugo[:LEVEL], pachi:ENGINE:TIME, gtp:COMMAND or python:MODULE:CALLABLE (a policy "
+        "gnugo[:LEVEL], pachi:ENGINE:TIME, gtp:COMMAND, onnx:PATH (an agent artifact) or python:MODULE:CALLABLE (a policy "
         "f(observation, action_mask) -> action). Each game is written as SGF (Go) or a Hex record, "
         "and match.json after every game; `palaestra upload DIR` puts the match on a scoreboard ladder.",
     )

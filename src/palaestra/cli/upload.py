@@ -219,7 +219,11 @@ def _upload_agent(args: argparse.Namespace) -> int:
     )
     if args.json:
         print(json.dumps({"id": job.id, "object": job.object, "status": job.status, "web_url": job.web_url,
-                          "evaluation_id": job.evaluation_id, "evaluation_url": evaluation_url}))  # fmt: skip
+                          "evaluation_id": job.evaluation_id, "evaluation_url": evaluation_url,
+                          "ladder": job.ladder, "ladder_matches": job.ladder_matches}))  # fmt: skip
+    elif job.status == "done" and job.ladder:
+        print(f"verified ladder matches: {client.server}/ladders/{job.ladder}")
+        print(" ".join(job.ladder_matches))
     elif job.status == "done":
         print(f"verified evaluation: {evaluation_url}")
         print(job.evaluation_id)

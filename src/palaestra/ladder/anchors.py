@@ -22,12 +22,19 @@ from palaestra.ladder.match import DEFAULT_MOVE_TIME, GameSummary, MatchRules, p
 from palaestra.ladder.players import parse_player
 from palaestra.ladder.ratings import DEFAULT_ANCHORS
 
-__all__ = ["CALIBRATION_PLAYERS", "RESERVED_PLAYERS", "calibration_players", "is_reserved_player", "play_anchors"]
+__all__ = ["AGENT_ANCHORS", "CALIBRATION_PLAYERS", "RESERVED_PLAYERS", "calibration_players", "is_reserved_player", "play_anchors"]
 
 #: Per game, the players of the calibration round robin, weakest first.
 CALIBRATION_PLAYERS = {
     "Go": ("random", "mcts:100", "gnugo:0", "gnugo:10"),
     "Hex": ("random", "mcts:100", "mcts:1000"),
+}
+
+#: Per game, the anchors an uploaded agent plays when the board rates it (a subset of the calibration
+#: players: the weakest, so that a job takes seconds, and two whose ratings are fixed anchors).
+AGENT_ANCHORS = {
+    "Go": ("random", "gnugo:0"),
+    "Hex": ("random", "mcts:100"),
 }
 
 #: The player names only an operator uploads games of: the ratings' anchors, the calibration

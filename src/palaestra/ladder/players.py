@@ -12,7 +12,13 @@ ratings are kept under. SPEC is one of the env opponents' forms
 ``gtp:COMMAND``                       any GTP engine, e.g. ``gtp:gnugo --mode gtp --level 3`` (Go)
 ``python:MODULE:CALLABLE``            ``CALLABLE(observation, action_mask) -> action`` (the env's
                                       observation planes and legal mask; returns an env action)
+``onnx:PATH``                         an agent artifact: the ONNX model at PATH and its descriptor
+                                      beside it, checked as the board checks it, its best legal move
+                                      (:mod:`palaestra.agents.artifact.board`; the ``agents`` extra)
 ====================================  ========================================================
+
+A :class:`PlayerSpec` may also carry its policy itself (``policy``: a callable as ``python:``'s),
+as the board's sandbox plays an uploaded agent.
 
 GTP engines get the match's time per move (the engine is stopped past it) and are never restarted
 within a game: a crash is that game's forfeit; the next game starts the engine again.
@@ -41,6 +47,8 @@ class PlayerSpec:
 
     name: str
     spec: str
+    #: the policy itself, ``policy(observation, action_mask) -> action``, instead of loading ``spec``
+    policy: Any = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def in_process(self) -> bool:
@@ -81,10 +89,29 @@ def load_policy(spec: str) -> Any:
     return policy
 
 
+def load_onnx_policy(spec: str) -> Any:
+    """The agent artifact that ``onnx:PATH`` names, checked, as a policy (errors name the problem)."""
+    from palaestra.agents.artifact.board import load_board_policy
+    from palaestra.agents.artifact.checks import ArtifactError
+    from palaestra.agents.artifact.descriptor import DescriptorError
+
+    path = spec.partition(":")[2]
+    if not path:
+        raise Error(f"{spec!r}: write an agent artifact as 'onnx:PATH', e.g. 'onnx:agent.onnx' (its descriptor beside it)")
+    try:
+        return load_board_policy(path)
+    except (ArtifactError, DescriptorError, OSError) as exc:
+        raise Error(f"{spec!r}: {exc}") from None
+
+
 def make_player(player: PlayerSpec, game: BoardGame, move_time: float) -> Opponent:
     """A new, unbound :class:`Opponent` playing ``player`` on ``game``, with ``move_time`` seconds a move."""
-    if player.spec.startswith("python:"):
-        opponent: Opponent = CallableOpponent(load_policy(player.spec))
+    if player.policy is not None:
+        opponent: Opponent = CallableOpponent(player.policy)
+    elif player.spec.startswith("python:"):
+        opponent = CallableOpponent(load_policy(player.spec))
+    elif player.spec.startswith("onnx:"):
+        opponent = CallableOpponent(load_onnx_policy(player.spec))
     else:
         opponent = make_opponent(player.spec, game)
     if isinstance(opponent, GTPOpponent):

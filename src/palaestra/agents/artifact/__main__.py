@@ -1,9 +1,12 @@
 """The evaluator's process: ``python -m palaestra.agents.artifact --model M --descriptor D --directory DIR
---seeds 1,2,3 [--report-fd FD] [--no-video]``, as :func:`~palaestra.agents.artifact.sandbox.run_sandboxed`
-starts it inside the sandbox.
+--seeds 1,2,3 [--report-fd FD] [--no-video] [--match PLAN]``, as
+:func:`~palaestra.agents.artifact.sandbox.run_sandboxed` starts it inside the sandbox. With ``--match``
+(a :class:`~palaestra.agents.artifact.board.MatchPlan` as JSON) it plays a board-game agent's matches
+against the anchors (:func:`palaestra.ladder.agent_matches.play_agent_matches`) instead of episodes.
 
 It reports on the file descriptor ``--report-fd`` one JSON line per event: ``{"event": "ready"}``,
-``{"event": "episode", "index": i, "reward": r}`` after each episode and, when it fails,
+``{"event": "episode", "index": i, "reward": r}`` after each episode (or game: ``r`` the agent's
+points in it) and, when it fails,
 ``{"event": "error", "kind": ..., "message": ...}``. Exit status: 0 done, 2 the model was refused,
 1 any other failure.
 """
@@ -27,6 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--report-fd", type=int, default=None)
     parser.add_argument("--no-video", dest="video", action="store_false")
     parser.add_argument("--checked", help="ArtifactInfo as JSON: the caller's check of this model")
+    parser.add_argument("--match", help="MatchPlan as JSON: play these matches instead of episodes")
     return parser
 
 
@@ -47,15 +51,21 @@ def main(argv: list[str] | None = None) -> int:
 
         seeds = [int(s) for s in args.seeds.split(",") if s]
         descriptor = load_descriptor(args.descriptor)
-        evaluate_agent(
-            args.model,
-            descriptor,
-            seeds,
-            args.directory,
-            video=args.video,
-            on_episode=lambda index, reward: _report(report, event="episode", index=index, reward=reward),
-            checked=ArtifactInfo.from_json(args.checked) if args.checked else None,
-        )
+        checked = ArtifactInfo.from_json(args.checked) if args.checked else None
+
+        def on_episode(index: int, reward: float) -> None:
+            _report(report, event="episode", index=index, reward=reward)
+
+        if args.match:
+            from palaestra.agents.artifact.board import MatchPlan
+            from palaestra.ladder.agent_matches import play_agent_matches
+
+            plan = MatchPlan.from_json(args.match)
+            play_agent_matches(args.model, descriptor, plan, args.directory, checked=checked, on_game=on_episode)
+        else:
+            evaluate_agent(
+                args.model, descriptor, seeds, args.directory, video=args.video, on_episode=on_episode, checked=checked
+            )
     except (ArtifactError, DescriptorError) as exc:
         _report(report, event="error", kind="ArtifactError", message=str(exc))
         print(f"refused: {exc}", file=sys.stderr)

@@ -32,7 +32,7 @@ from palaestra.agents.artifact.checks import (
 from palaestra.agents.artifact.descriptor import AgentDescriptor
 from palaestra.agents.artifact.policy import OnnxPolicy
 
-__all__ = ["EVALUATOR", "evaluate_agent", "evaluation_config"]
+__all__ = ["EVALUATOR", "evaluate_agent", "evaluation_config", "load_checked"]
 
 #: The evaluator's name in the provenance (``config["agent_evaluation"]["evaluator"]``).
 EVALUATOR = "palaestra.agents.artifact"
@@ -55,6 +55,23 @@ def evaluation_config(descriptor: AgentDescriptor, sha256: str, seeds: Sequence[
             "seeds": list(seeds),
         }
     }
+
+
+def load_checked(
+    model_path: str | os.PathLike[str], descriptor: AgentDescriptor, checked: ArtifactInfo | None = None
+) -> tuple[bytes, ArtifactInfo]:
+    """The model's bytes and their check: :func:`~palaestra.agents.artifact.checks.check_artifact_bytes`'s,
+    or ``checked`` (a caller's check of this very file) once the bytes' sha256 matches it."""
+    path = os.fspath(model_path)
+    with open(path, "rb") as f:
+        data = f.read(MAX_MODEL_BYTES + 1)
+    if checked is None:
+        return data, check_artifact_bytes(data, descriptor)
+    if hashlib.sha256(data).hexdigest() != checked.sha256:
+        raise ArtifactError(
+            f"the model {path!r} is not the one that was checked (its sha256 differs): check it again"
+        )
+    return data, checked
 
 
 def evaluate_agent(
@@ -82,17 +99,7 @@ def evaluate_agent(
 
     if not seeds:
         raise ValueError("evaluate_agent needs at least one seed")
-    path = os.fspath(model_path)
-    with open(path, "rb") as f:
-        data = f.read(MAX_MODEL_BYTES + 1)
-    if checked is None:
-        info = check_artifact_bytes(data, descriptor)
-    elif hashlib.sha256(data).hexdigest() != checked.sha256:
-        raise ArtifactError(
-            f"the model {path!r} is not the one that was checked (its sha256 differs): check it again"
-        )
-    else:
-        info = checked
+    data, info = load_checked(model_path, descriptor, checked)
     env = protocol.make_protocol_env(descriptor.env_id, render_mode="rgb_array" if video else None)
     monitor = Monitor(
         env,

@@ -9,6 +9,10 @@
 * :func:`cleanrl_atari_model` -- CleanRL's Atari network (Mnih et al. 2015's "Nature CNN" as in
   ``ppo_atari.py``/``dqn_atari.py``): input ``x`` ``[batch, 4, 84, 84]`` float32 frames in 0..255,
   divided by 255 inside, three convolutions, a 512 layer and one logit per action; random weights.
+* :func:`go_model` -- a Go (or Hex) policy: input ``planes`` ``[batch, 3, N, N]`` (the env's
+  observation: black, white, empty), one hidden layer of 64 and one logit per env action (the N*N
+  points, then pass and resign in Go); seeded random weights, with pass and resign scored low so that
+  it places stones until little else is legal (its games are long enough to count for the ratings).
 
 Each returns the model's bytes; :func:`write_agent` writes a model and its descriptor side by side.
 """
@@ -22,7 +26,7 @@ import numpy as np
 
 from palaestra.agents.artifact.descriptor import AgentDescriptor
 
-__all__ = ["cleanrl_atari_model", "sb3_cartpole_model", "write_agent"]
+__all__ = ["cleanrl_atari_model", "go_model", "sb3_cartpole_model", "write_agent"]
 
 OPSET = 17
 
@@ -130,6 +134,38 @@ def cleanrl_atari_model(actions: int = 18, seed: int = 0, hidden: int = 512) -> 
             _tensor("fb", np.zeros(hidden)),
             _tensor("aw", init((hidden, actions), hidden) * 0.01),
             _tensor("ab", np.zeros(actions)),
+        ],
+    )
+    return _model(graph)
+
+
+def go_model(board_size: int = 9, actions: int | None = None, seed: int = 0, hidden: int = 64) -> bytes:
+    """A small random-weight Go policy (see the module docstring); ``actions`` defaults to Go's
+    ``N*N + 2`` (pass, resign): give another count for Hex (``N*N + 1``) or for a model that does not fit."""
+    from onnx import TensorProto, helper
+
+    points = board_size * board_size
+    n = points + 2 if actions is None else actions
+    rng = np.random.default_rng(seed)
+    bias = np.zeros(n)
+    bias[points:] = -10.0  # pass and resign last: it plays stones while it can
+    bias[points + 1 :] = -20.0  # and passes rather than resigns
+    nodes = [
+        helper.make_node("Flatten", ["planes"], ["flat"], axis=1),
+        helper.make_node("Gemm", ["flat", "w1", "b1"], ["h_in"]),
+        helper.make_node("Tanh", ["h_in"], ["h"]),
+        helper.make_node("Gemm", ["h", "w2", "b2"], ["logits"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "go_policy",
+        [helper.make_tensor_value_info("planes", TensorProto.FLOAT, ["batch", 3, board_size, board_size])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch", n])],
+        [
+            _tensor("w1", rng.normal(0, 0.3, (3 * points, hidden))),
+            _tensor("b1", np.zeros(hidden)),
+            _tensor("w2", rng.normal(0, 0.3, (hidden, n))),
+            _tensor("b2", bias),
         ],
     )
     return _model(graph)

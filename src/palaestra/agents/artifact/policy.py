@@ -10,6 +10,9 @@ the input's element type, and turns the chosen output into an action:
 * ``clip``: the output clipped to the action space's bounds; ``rescale``: the output, in [-1, 1],
   scaled to the bounds.
 
+With an action mask (a board game's legal moves: :mod:`palaestra.agents.artifact.board`), ``argmax``
+and ``sample`` choose among the legal actions only.
+
 An output with a NaN or an infinity, or of the wrong size, raises :class:`PolicyError`.
 """
 
@@ -81,16 +84,17 @@ class OnnxPolicy:
         """Start the generator that ``sample`` draws from: one per episode, from the episode's seed."""
         self.rng = np.random.default_rng(seed)
 
-    def act(self, observation: Any) -> Any:
+    def act(self, observation: Any, mask: np.ndarray[Any, Any] | None = None) -> Any:
+        """The action for ``observation``; with ``mask`` (one bool per action), a legal one."""
         if self.key is not None:
             observation = observation[self.key]
         x = np.asarray(observation, dtype=self.dtype)
         if self.batched:
             x = x[np.newaxis]
         output = np.asarray(self.session.run(self.output_names, {self.input_name: x})[0])
-        return self._action(output)
+        return self._action(output, mask)
 
-    def _action(self, output: np.ndarray[Any, Any]) -> Any:
+    def _action(self, output: np.ndarray[Any, Any], mask: np.ndarray[Any, Any] | None = None) -> Any:
         if output.dtype.kind == "f" and not np.isfinite(output).all():
             raise PolicyError(f"the model's output {self.output_names[0]!r} holds NaN or infinity: {output.ravel()[:8]}")
         mapping = self.mapping
@@ -98,9 +102,13 @@ class OnnxPolicy:
             scores = output.reshape(-1)
             if scores.size != self.n:
                 raise PolicyError(f"the model gave {scores.size} scores for {self.n} actions")
-            if mapping == "argmax":
-                return self.start + int(scores.argmax())
             logits = scores.astype(np.float64)
+            if mask is not None:
+                if not mask.any():
+                    raise PolicyError("no action is legal here: there is nothing to choose from")
+                logits = np.where(mask, logits, -np.inf)
+            if mapping == "argmax":
+                return self.start + int(logits.argmax())
             probabilities = np.exp(logits - logits.max())
             probabilities /= probabilities.sum()
             return self.start + int(self.rng.choice(self.n, p=probabilities))

@@ -50,6 +50,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from palaestra.agents.artifact.board import MatchPlan
 from palaestra.agents.artifact.checks import ArtifactError, check_artifact
 from palaestra.agents.artifact.descriptor import DescriptorError, load_descriptor
 from palaestra.errors import Error
@@ -169,9 +170,15 @@ def run_sandboxed(
     directory: str | os.PathLike[str],
     limits: SandboxLimits,
     on_episode: Callable[[int, float], None] | None = None,
+    plan: MatchPlan | None = None,
 ) -> SandboxResult:
     """Evaluate the model, one episode per seed, into the training directory ``directory``, in the
-    sandbox; see the module docstring. Raises :class:`SandboxUnavailable` (only before anything runs)."""
+    sandbox; see the module docstring. Raises :class:`SandboxUnavailable` (only before anything runs).
+
+    With ``plan`` (a board-game agent's), it plays the plan's matches into match folders under
+    ``directory`` instead (:func:`palaestra.ladder.agent_matches.play_agent_matches`); each game counts
+    as an episode, its "reward" the agent's points. The anchors' engines (GNU Go from ``/usr/games``)
+    run inside the same sandbox, under the same limits (each process its own CPU and memory)."""
     if not seeds:
         raise ValueError("run_sandboxed needs at least one seed")
     reason = sandbox_unavailable_reason(limits)
@@ -208,6 +215,7 @@ def run_sandboxed(
             *([] if limits.video else ["--no-video"]),
             "--checked",
             info.to_json(),
+            *([] if plan is None else ["--match", plan.to_json()]),
         ]
         pass_fds = [report_write]
         if confined:
@@ -239,7 +247,8 @@ def run_sandboxed(
         watch = _Watch(process, report_read, started + limits.wall_seconds, on_episode)
         watch.run()
         log = header + _read_tail(stderr)
-        result = _result(watch, process.returncode, len(seeds), limits, log, confined)
+        wanted = len(seeds) if plan is None else plan.total_games
+        result = _result(watch, process.returncode, wanted, limits, log, confined)
         strays = clean_output_directory(out)
         if strays:
             # only an evaluator that was taken over writes these: the whole output is suspect

@@ -147,14 +147,7 @@ class ScoreboardClient:
     def upload_match(self, folder: str | Path) -> ladder_protocol.MatchObject:
         """Upload a match folder (``palaestra match``'s): the server replays and checks every game,
         and stores all of them or, naming the first game at fault, none."""
-        from palaestra.ladder.match import read_match
-
-        document = read_match(folder)
-        games = {}
-        for entry in document.get("games", []):
-            name = str(entry.get("file", ""))
-            games[name] = (Path(folder) / name).read_text(encoding="utf-8")
-        body = ladder_protocol.MatchUpload(match=document, games=games)
+        body = ladder_protocol.MatchUpload.from_folder(folder)
         return self.http.call(
             ladder_protocol.MatchObject, "POST", protocol.API_PREFIX + ladder_protocol.LADDER_MATCHES_PATH, body=body
         )

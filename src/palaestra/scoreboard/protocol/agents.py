@@ -64,6 +64,9 @@ class AgentJobObject(Response):
     reason: str | None = None
     log_tail: str | None = None
     evaluation_id: str | None = None
+    #: a Go or Hex agent's result: the ladder matches the board played with it (verified), and their ladder
+    ladder_matches: list[str] = Field(default_factory=list)
+    ladder: str | None = None
     created: Timestamp | None = None
     started: Timestamp | None = None
     finished: Timestamp | None = None

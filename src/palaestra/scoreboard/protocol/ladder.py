@@ -8,6 +8,8 @@ text by name. A ladder is named by its rules: ``Go9x9-komi7.5``, ``Hex11x11`` (`
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
@@ -48,6 +50,18 @@ class MatchUpload(Request):
     match: dict[str, Any] = Field(description="the folder's match.json document")
     games: dict[str, str] = Field(description="file name -> the game record's text (SGF or Hex JSON)")
 
+    @classmethod
+    def from_folder(cls, folder: str | os.PathLike[str]) -> MatchUpload:
+        """The upload of a match folder (``palaestra match``'s, or the board's own agent matches)."""
+        from palaestra.ladder.match import read_match
+
+        document = read_match(folder)
+        games = {}
+        for entry in document.get("games", []):
+            name = str(entry.get("file", ""))
+            games[name] = (Path(folder) / name).read_text(encoding="utf-8")
+        return cls(match=document, games=games)
+
 
 class GameObject(Response):
     object: Literal["ladder_game"] = "ladder_game"
@@ -77,6 +91,8 @@ class MatchObject(Response):
     games: list[GameObject]
     created: str
     web_url: str
+    verified: bool = Field(False, description="the server played this match itself (an uploaded agent against the anchors)")
+    agent_job_id: str | None = Field(None, description="the agent job that played it, when verified")
 
 
 class RatingObject(Response):
@@ -89,6 +105,7 @@ class RatingObject(Response):
     points: float
     anchored: bool
     is_anchor: bool
+    verified: bool = Field(False, description="every rated game of this player was played by the server itself")
 
 
 class RatingsObject(Response):

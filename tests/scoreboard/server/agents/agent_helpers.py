@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from tests.scoreboard.server_helpers import ScoreboardServer
 from tests.server_process import PALAESTRA_COMMAND
 
-__all__ = ["count_rows", "get_job", "start_worker", "wait_for", "write_cartpole_agent"]
+__all__ = ["count_rows", "get_job", "start_worker", "wait_for", "write_cartpole_agent", "write_go_agent"]
 
 #: Seconds a test waits for a sandboxed CartPole run (a few episodes of 500 steps with video).
 RUN_TIMEOUT_S = 240.0
@@ -29,6 +29,18 @@ def write_cartpole_agent(folder: Path, name: str = "cartpole") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     descriptor = AgentDescriptor(env_id="CartPole-v1", action="index", deterministic=True, output_name="actions")
     model, _ = write_agent(sb3_cartpole_model(), descriptor, folder / f"{name}.onnx")
+    return Path(model)
+
+
+def write_go_agent(folder: Path, name: str = "go", actions: int | None = None) -> Path:
+    """A random-weight Go 9x9 policy (``palaestra.agents.artifact.examples.go_model``; ``actions``: its
+    output size, Go's 83 by default) and its descriptor beside it."""
+    from palaestra.agents.artifact import AgentDescriptor
+    from palaestra.agents.artifact.examples import go_model, write_agent
+
+    folder.mkdir(parents=True, exist_ok=True)
+    descriptor = AgentDescriptor(env_id="Go9x9-v0", action="argmax", deterministic=True)
+    model, _ = write_agent(go_model(actions=actions), descriptor, folder / f"{name}.onnx")
     return Path(model)
 
 

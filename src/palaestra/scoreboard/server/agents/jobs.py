@@ -43,6 +43,7 @@ from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.tables.accounts import User
 from palaestra.scoreboard.server.tables.agents import AgentJob
+from palaestra.scoreboard.server.tables.ladders import LadderMatch
 
 __all__ = [
     "ARTIFACT_PREFIX",
@@ -54,6 +55,7 @@ __all__ = [
     "fail",
     "finish_in",
     "heartbeat",
+    "job_matches",
     "job_object",
     "load_job",
     "queue_job",
@@ -306,8 +308,9 @@ def release(db: Database, claim: Claim) -> bool:
     return db.write_one(statement, {}) == 1
 
 
-def finish_in(session: Session, claim: Claim, evaluation_id: str, returns: list[float], now: Any) -> None:
-    """In the transaction inserting its evaluation: the job is done, as ``evaluation_id``; raises
+def finish_in(session: Session, claim: Claim, evaluation_id: str | None, returns: list[float], now: Any) -> None:
+    """In the transaction inserting its evaluation: the job is done, as ``evaluation_id`` (None for a
+    board-game agent's job, whose result is its verified ladder matches, :mod:`.matches`); raises
     :class:`LeaseLost` (rolling the evaluation back) if the job is no longer this worker's."""
     done = session.connection().execute(
         sa.update(_JOBS)
@@ -323,6 +326,14 @@ def finish_in(session: Session, claim: Claim, evaluation_id: str, returns: list[
 # -- reading -----------------------------------------------------------------------------------------------
 
 
+def job_matches(session: Session, job_id: str) -> list[tuple[str, str]]:
+    """The verified ladder matches a Go or Hex agent's job played: (match id, ladder), in order."""
+    rows = session.execute(
+        sa.select(LadderMatch.id, LadderMatch.ladder).where(LadderMatch.agent_job_id == job_id).order_by(LadderMatch.seq)
+    ).all()
+    return [(match_id, ladder) for match_id, ladder in rows]
+
+
 def load_job(session: Session, job_id: str) -> tuple[AgentJob, str | None]:
     """Job ``job_id`` and its owner's name (404 if there is none)."""
     job = session.scalar(sa.select(AgentJob).where(AgentJob.id == job_id))
@@ -336,7 +347,10 @@ def load_job(session: Session, job_id: str) -> tuple[AgentJob, str | None]:
     return job, owner
 
 
-def job_object(job: AgentJob, owner: str | None, base: str = "") -> AgentJobObject:
+def job_object(
+    job: AgentJob, owner: str | None, base: str = "", matches: list[tuple[str, str]] | None = None
+) -> AgentJobObject:
+    """The wire answer of ``job``; ``matches``: :func:`job_matches` (a board-game agent's result)."""
     returns = [float(r) for r in job.returns or []]
     return AgentJobObject(
         id=job.id,
@@ -355,6 +369,8 @@ def job_object(job: AgentJob, owner: str | None, base: str = "") -> AgentJobObje
         reason=job.reason,
         log_tail=job.log_tail,
         evaluation_id=job.evaluation_id,
+        ladder_matches=[match_id for match_id, _ in matches or []],
+        ladder=matches[0][1] if matches else None,
         created=job.created,
         started=job.started,
         finished=job.finished,

@@ -4,7 +4,8 @@ One job at a time (:meth:`AgentWorker.run_once`):
 
 1. claim the oldest queued job (:func:`.jobs.claim_next`: atomic, with a lease);
 2. fetch its artifact from the store (its sha256 checked) and write its descriptor beside it;
-3. run it with :func:`palaestra.agents.artifact.run_sandboxed` on the job's seeds, into a training
+3. run it with :func:`palaestra.agents.artifact.run_sandboxed` on the job's seeds (a Go or Hex agent:
+   its matches against the anchors instead, stored as verified ladder matches by :mod:`.matches`), into a training
    directory recorded by palaestra's own Monitor (with video). Meanwhile a heartbeat renews the lease
    every quarter of it, and each finished episode's return is recorded (the job's page shows them);
 4. a failed run (refused, killed at a limit, crashed) fails the job with its reason and log tail;
@@ -53,6 +54,7 @@ from palaestra.scoreboard.protocol.provenance import Provenance
 from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.agents import jobs as agent_jobs
 from palaestra.scoreboard.server.agents.jobs import Claim, LeaseLost
+from palaestra.scoreboard.server.agents.matches import match_games, match_plan, store_agent_matches
 from palaestra.scoreboard.server.core.clock import SYSTEM_CLOCK
 from palaestra.scoreboard.server.core.config import ServerConfig
 from palaestra.scoreboard.server.core.ids import new_id
@@ -62,6 +64,7 @@ from palaestra.scoreboard.server.core.storage import BlobDamaged, BlobNotFound, 
 from palaestra.scoreboard.server.evaluations.create import Extra, create_evaluation
 from palaestra.scoreboard.server.evaluations.ingest import IngestError, validate_episode_batch
 from palaestra.scoreboard.server.evaluations.uploads import store_videos
+from palaestra.scoreboard.server.problems import Problem
 from palaestra.scoreboard.server.tables.accounts import User
 from palaestra.scoreboard.server.tables.scores import Evaluation
 from palaestra.scoreboard.server.tables.service import FileRecord
@@ -69,9 +72,11 @@ from palaestra.scoreboard.server.tables.service import FileRecord
 __all__ = [
     "AgentWorker",
     "EmbeddedWorkers",
+    "MatchRunner",
     "RunOutcome",
     "Runner",
     "cannot_evaluate",
+    "sandboxed_match_runner",
     "sandboxed_runner",
     "worker_state",
 ]
@@ -109,6 +114,28 @@ def sandboxed_runner(config: ServerConfig) -> Runner:
             wall_seconds=float(config.agent_wall_s), allow_unconfined=config.agent_unconfined
         )
         result = run_sandboxed(model, descriptor, seeds, directory, limits, on_episode=on_episode)
+        return RunOutcome(bool(result.ok), result.reason, result.log or "")
+
+    return run
+
+
+#: ``(model_path, descriptor_path, plan, directory, on_game) -> RunOutcome``: plays a board-game
+#: agent's :class:`~palaestra.agents.artifact.board.MatchPlan` into match folders under ``directory``,
+#: calling ``on_game(index, points)`` as each game ends.
+MatchRunner = Callable[[Path, Path, Any, Path, Callable[[int, float], None]], RunOutcome]
+
+
+def sandboxed_match_runner(config: ServerConfig) -> MatchRunner:
+    """A Go or Hex agent's matches against the anchors in the sandbox of
+    :func:`palaestra.agents.artifact.run_sandboxed` (the anchors' engines run inside it too)."""
+
+    def run(model: Path, descriptor: Path, plan: Any, directory: Path,
+            on_game: Callable[[int, float], None]) -> RunOutcome:  # fmt: skip
+        from palaestra.agents.artifact import SandboxLimits, run_sandboxed
+
+        limits = SandboxLimits(wall_seconds=float(config.agent_wall_s), allow_unconfined=config.agent_unconfined)
+        seeds = list(plan.seeds)
+        result = run_sandboxed(model, descriptor, seeds, directory, limits, on_episode=on_game, plan=plan)
         return RunOutcome(bool(result.ok), result.reason, result.log or "")
 
     return run
@@ -154,9 +181,14 @@ class _Progress:
 class AgentWorker:
     """Claims and runs agent jobs against ``state``'s database and store."""
 
-    def __init__(self, state: ServerState, runner: Runner | None = None, name: str | None = None) -> None:
+    def __init__(
+        self, state: ServerState, runner: Runner | None = None, name: str | None = None,
+        match_runner: MatchRunner | None = None,
+    ) -> None:  # fmt: skip
         self.state = state
         self.runner = runner or sandboxed_runner(state.config)
+        #: a Go or Hex agent's matches: always in this machine's sandbox (a Ray runner runs episodes only)
+        self.match_runner = match_runner or sandboxed_match_runner(state.config)
         self.name = name or agent_jobs.worker_name()
 
     # -- the loop ----------------------------------------------------------------------------------------
@@ -209,8 +241,13 @@ class AgentWorker:
                 self._fail(claim, f"The agent's stored artifact cannot be read ({e}); upload it again.")
                 return
             descriptor.write_text(json.dumps(claim.descriptor))
+            if match_games(self.state.config, claim.env_id) is not None:
+                self._run_matches(claim, model, descriptor, folder / "run")
+                return
             progress = _Progress()
-            outcome = self._play(claim, model, descriptor, folder / "run", progress)
+            outcome = self._play(
+                claim, progress, lambda on_episode: self.runner(model, descriptor, list(claim.seeds), folder / "run", on_episode)
+            )
             if progress.lost:
                 logger.warning("Job %s was given to another worker meanwhile; this run is dropped", claim.id)
                 return
@@ -232,10 +269,40 @@ class AgentWorker:
                 raise
             logger.info("Job %s done: evaluation %s", claim.id, evaluation_id)
 
-    def _play(
-        self, claim: Claim, model: Path, descriptor: Path, directory: Path, progress: _Progress
-    ) -> RunOutcome:
-        """Run the episodes, renewing the lease meanwhile and recording each return as it comes."""
+    def _run_matches(self, claim: Claim, model: Path, descriptor: Path, directory: Path) -> None:
+        """A Go or Hex agent's job: its matches against the anchors, played in the sandbox
+        (:attr:`match_runner`), stored as the board's verified ladder matches (:mod:`.matches`)."""
+        principal = self._owner(claim)
+        plan = match_plan(self.state.config, claim, principal.user_name)
+        progress = _Progress()
+        outcome = self._play(
+            claim, progress, lambda on_game: self.match_runner(model, descriptor, plan, directory, on_game)
+        )
+        if progress.lost:
+            logger.warning("Job %s was given to another worker meanwhile; this run is dropped", claim.id)
+            return
+        if not outcome.ok:
+            self._fail(claim, outcome.reason or "The matches failed.", outcome.log)
+            return
+        try:
+            ids = store_agent_matches(self.state, claim, principal, directory, list(progress.returns))
+        except LeaseLost as e:
+            logger.warning("%s", e)
+            return
+        except Problem as e:
+            self._fail(claim, f"The agent's games were refused by the ladder's check: {e.detail}", outcome.log)
+            return
+        logger.info("Job %s done: verified ladder matches %s", claim.id, ", ".join(ids))
+
+    def _owner(self, claim: Claim) -> Principal:
+        """The job's owner, as whom its results are stored."""
+        with self.state.db.connect() as conn:
+            owner = conn.scalar(sa.select(User.name).where(User.seq == claim.user_seq))
+        return Principal(user_seq=claim.user_seq, user_name=owner or "", key_id="agent-worker")
+
+    def _play(self, claim: Claim, progress: _Progress, run: Callable[[Callable[[int, float], None]], RunOutcome]) -> RunOutcome:
+        """``run(on_episode)``: the episodes (or games), the lease renewed meanwhile and each return
+        (a game's points) recorded as it comes."""
         state, stop = self.state, threading.Event()
 
         def beat() -> None:
@@ -257,7 +324,7 @@ class AgentWorker:
         beating = threading.Thread(target=beat, name=f"palaestra-heartbeat-{claim.id}", daemon=True)
         beating.start()
         try:
-            return self.runner(model, descriptor, list(claim.seeds), directory, on_episode)
+            return run(on_episode)
         except LeaseLost:
             return RunOutcome(False, "lease lost")
         finally:
@@ -270,9 +337,7 @@ class AgentWorker:
         """The run's directory, uploaded as an upload is, as the job's verified evaluation; its id."""
         state = self.state
         prepared = _prepare(directory)
-        with state.db.connect() as conn:
-            owner = conn.scalar(sa.select(User.name).where(User.seq == claim.user_seq))
-        principal = Principal(user_seq=claim.user_seq, user_name=owner or "", key_id="agent-worker")
+        principal = self._owner(claim)
         batch_id = self._store_batch(principal, prepared.batch)
         video_id = None
         if prepared.videos:

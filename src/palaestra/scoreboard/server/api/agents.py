@@ -28,6 +28,7 @@ from palaestra.scoreboard.protocol.agents import (
 from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.accounts.rate_limits import UPLOAD_WINDOW_S, too_many
 from palaestra.scoreboard.server.agents import jobs as agent_jobs
+from palaestra.scoreboard.server.agents.matches import match_games
 from palaestra.scoreboard.server.api.common import base_url
 from palaestra.scoreboard.server.api.deps import CurrentUser, State
 from palaestra.scoreboard.server.core.answers import Idempotency, answer
@@ -124,6 +125,9 @@ def _queue(
         except ValueError as e:
             raise Problem(400, str(e), "writeup") from None
     checked = _check_artifact(state, model, descriptor)
+    games = match_games(state.config, checked["env_id"])
+    if games is not None:  # a Go or Hex agent plays the anchors: its "episodes" are those games
+        episodes = games
     key, digest = agent_jobs.store_artifact(state, model)
     base = base_url(state, request)
 
@@ -192,4 +196,5 @@ def get_agent_job(job_id: str, request: Request, state: State) -> Response:
     """An agent's evaluation job: status, the episodes so far, the failure's reason and log."""
     with state.db.read() as session:
         job, owner = agent_jobs.load_job(session, job_id)
-    return answer(agent_jobs.job_object(job, owner, base_url(state, request)))
+        matches = agent_jobs.job_matches(session, job_id)
+    return answer(agent_jobs.job_object(job, owner, base_url(state, request), matches))

@@ -78,6 +78,8 @@ ENV_LIMITS = {
     "PALAESTRA_AGENT_LEASE_S": "agent_lease_s",
     "PALAESTRA_AGENT_MAX_ATTEMPTS": "agent_max_attempts",
     "PALAESTRA_AGENT_WALL_S": "agent_wall_s",
+    "PALAESTRA_AGENT_MATCH_GAMES": "agent_match_games",
+    "PALAESTRA_AGENT_MATCH_MOVE_S": "agent_match_move_s",
 }
 #: Settings that were renamed: the old name is refused with the new one, so that no limit is lost.
 RENAMED_ENV = {"PALAESTRA_RATE_LIMIT_PER_MINUTE": "PALAESTRA_RATE_LIMIT_UPLOADS_PER_HOUR"}
@@ -102,6 +104,9 @@ DEFAULT_AGENT_LEASE_S = 60
 DEFAULT_AGENT_MAX_ATTEMPTS = 3
 #: The wall-clock limit of one job's run in the sandbox (100 Atari episodes at 27,000 steps are minutes).
 DEFAULT_AGENT_WALL_S = 3600
+#: A Go or Hex agent's matches (:mod:`..agents.matches`): games against each anchor, seconds a move.
+DEFAULT_AGENT_MATCH_GAMES = 2
+DEFAULT_AGENT_MATCH_MOVE_S = 10
 
 
 def default_data_dir() -> Path:
@@ -183,6 +188,8 @@ class ServerConfig:
     agent_lease_s: int = DEFAULT_AGENT_LEASE_S
     agent_max_attempts: int = DEFAULT_AGENT_MAX_ATTEMPTS
     agent_wall_s: int = DEFAULT_AGENT_WALL_S
+    agent_match_games: int = DEFAULT_AGENT_MATCH_GAMES
+    agent_match_move_s: int = DEFAULT_AGENT_MATCH_MOVE_S
     #: run agents without the sandbox where the kernel cannot give one (namespaces forbidden): the
     #: operator's explicit choice (``PALAESTRA_AGENT_UNCONFINED=1``); otherwise the worker refuses to start
     agent_unconfined: bool = False

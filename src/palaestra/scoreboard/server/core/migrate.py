@@ -28,7 +28,7 @@ MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"  # server
 PG_LOCK_KEY = 0x70616C6165737472
 #: The newest revision in ``migrations/versions`` (a test checks it), so that a database already at
 #: it is recognised without importing Alembic.
-SCHEMA_HEAD = "0015_agent_jobs"
+SCHEMA_HEAD = "0016_verified_ladder_matches"
 
 
 def alembic_config(url: str) -> Config:

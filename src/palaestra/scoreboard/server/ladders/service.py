@@ -1,6 +1,7 @@
 """The ladders' database operations, one place for the API and the pages: storing a checked match
 (its names claimed, each game marked unrated when it does not count, a game already rated on the
-ladder marked as the copy it is), deriving a ladder's ratings again from its rated games (in the
+ladder marked as the copy it is; a match the server played itself with an uploaded agent marked
+verified), deriving a ladder's ratings again from its rated games (in the
 background: :mod:`.work`), and reading matches, games, ratings, players and head-to-head
 results as their ``/v1`` objects (:mod:`palaestra.scoreboard.protocol.ladder`).
 """
@@ -36,15 +37,22 @@ __all__ = [
     "rerate_in_worker",
     "rerate_ladder",
     "store_match",
+    "verified_players",
 ]
 
 _POINTS = {"black": (1.0, 0.0), "white": (0.0, 1.0), None: (0.5, 0.5)}
 
 
-def store_match(session: Session, principal: Principal, match: CheckedMatch) -> tuple[str, bool]:
+def store_match(
+    session: Session, principal: Principal, match: CheckedMatch, *, agent_job_id: str | None = None
+) -> tuple[str, bool]:
     """Add ``match`` and its games, its player names claimed for the uploader: (its id, True). The same
     upload again by the same user (its digest) adds nothing: (the stored match's id, False). The
-    ladder's ratings are the caller's to derive again (:func:`rerate_ladder`)."""
+    ladder's ratings are the caller's to derive again (:func:`rerate_ladder`).
+
+    ``agent_job_id``: the server played the match itself, for that agent job (:mod:`..agents.worker`),
+    with ``principal`` the agent's owner: the match is stored verified; its anchors' names are the
+    server's and are not claimed (:func:`~.trust.claim_player_names` claims no reserved name)."""
     known = session.scalar(
         sa.select(LadderMatch.id).where(LadderMatch.user_seq == principal.user_seq, LadderMatch.digest == match.digest)
     )
@@ -54,6 +62,7 @@ def store_match(session: Session, principal: Principal, match: CheckedMatch) -> 
     row = LadderMatch(
         id=new_id("ladder_match"), user_seq=principal.user_seq, ladder=match.ladder, game=match.game,
         board_size=match.board_size, komi=match.komi, players=match.players, digest=match.digest,
+        verified=agent_job_id is not None, agent_job_id=agent_job_id,
     )  # fmt: skip
     session.add(row)
     session.flush()
@@ -149,7 +158,7 @@ def match_object(session: Session, match_id: str, base: str) -> lp.MatchObject |
     return lp.MatchObject(
         id=match.id, ladder=match.ladder, owner=owner, players=list(match.players),
         games=[game_object(g, match.id, base) for g in games], created=match.created.isoformat(),
-        web_url=_web(base, f"/ladders/{match.ladder}"),
+        web_url=_web(base, f"/ladders/{match.ladder}"), verified=match.verified, agent_job_id=match.agent_job_id,
     )  # fmt: skip
 
 
@@ -159,11 +168,30 @@ def find_game(session: Session, game_id: str) -> tuple[LadderGame, str] | None:
     return None if found is None else (found[0], found[1])
 
 
-def _rating_object(row: LadderRating) -> lp.RatingObject:
+def _rating_object(row: LadderRating, verified: bool = False) -> lp.RatingObject:
     return lp.RatingObject(
         player=row.player, rating=row.rating, low=row.low, high=row.high, games=row.games, points=row.points,
-        anchored=row.anchored, is_anchor=row.is_anchor,
+        anchored=row.anchored, is_anchor=row.is_anchor, verified=verified,
     )  # fmt: skip
+
+
+def verified_players(session: Session, ladder: str) -> set[str]:
+    """The players of ``ladder`` whose every rated game the server played itself (verified matches):
+    their ratings come from games nobody uploaded. (An anchor that also played in uploaded matches,
+    an operator's calibration games, is not among them.)"""
+    rows = session.execute(
+        sa.select(LadderGame.black, LadderGame.white, LadderMatch.verified)
+        .join(LadderMatch, LadderMatch.seq == LadderGame.match_seq)
+        .where(LadderGame.ladder == ladder, LadderGame.unrated.is_(None))
+        .distinct()
+    ).all()
+    played: set[str] = set()
+    uploaded: set[str] = set()
+    for black, white, verified in rows:
+        played.update((black, white))
+        if not verified:
+            uploaded.update((black, white))
+    return played - uploaded
 
 
 def ratings_object(session: Session, ladder: str) -> lp.RatingsObject | None:
@@ -180,9 +208,10 @@ def ratings_object(session: Session, ladder: str) -> lp.RatingsObject | None:
     if not counts:  # no game on this ladder (a ladder whose games are all unrated has no ratings yet)
         return None
     anchor = next((r.player for r in rows if r.is_anchor), None)
+    verified = verified_players(session, ladder)
     return lp.RatingsObject(
         ladder=ladder, anchor=anchor, games=counts.get(True, 0), unrated_games=counts.get(False, 0),
-        ratings=[_rating_object(r) for r in rows],
+        ratings=[_rating_object(r, r.player in verified) for r in rows],
     )  # fmt: skip
 
 
@@ -231,7 +260,7 @@ def player_object(session: Session, ladder: str, name: str, base: str, limit: in
         .limit(limit)
     ).all()
     return lp.PlayerObject(
-        ladder=ladder, name=name, rating=_rating_object(rating),
+        ladder=ladder, name=name, rating=_rating_object(rating, name in verified_players(session, ladder)),
         head_to_head=head_to_head(session, ladder).get(name, {}),
         games=[game_object(g, match_id, base) for g, match_id in games],
     )  # fmt: skip

@@ -87,12 +87,13 @@ def check_player_names(session: Session, principal: Principal, names: list[str])
 
 
 def claim_player_names(session: Session, principal: Principal, names: list[str]) -> None:
-    """Make the names of ``names`` that nobody owns yet the uploader's (not an operator's)."""
+    """Make the names of ``names`` that nobody owns yet the uploader's (not an operator's). An anchor's
+    name is nobody's: it is in a user's match only when the server played it (an agent's matches)."""
     if principal.operator:
         return
     owned = set(session.scalars(sa.select(LadderPlayer.name).where(LadderPlayer.name.in_(names))))
     for name in names:
-        if name not in owned:
+        if name not in owned and not is_reserved_player(name):
             session.add(LadderPlayer(name=name, user_seq=principal.user_seq))
     session.flush()  # a name claimed meanwhile by another upload is an IntegrityError here
 

@@ -4,6 +4,8 @@
 - ``ladder_games``: its games, checked by replay, with their record's text (a few kB: kept in the row);
 - ``ladder_ratings``: each ladder's ratings, derived again after games are added (in the background:
   :mod:`..ladders.work`), so that pages and ``/v1`` read them instead of rating on every request;
+- ``ladder_matches.verified`` / ``.agent_job_id`` (migration ``0016_verified_ladder_matches``): a match
+  the server played itself with an uploaded agent (:mod:`..agents.worker`);
 - ``ladder_players`` (migration ``0012_ladder_trust``): which account owns a player name (the first
   to upload a game of it; :mod:`..ladders.trust`).
 """
@@ -40,6 +42,10 @@ class LadderMatch(Base):
     #: same user is the same match, answered again, never counted twice
     digest: Mapped[str] = mapped_column(sa.String(64))
     created: Mapped[datetime] = mapped_column(default=utcnow)
+    #: the server played it (an uploaded agent against the anchors, migration 0016): nobody uploaded
+    #: its games, and ``agent_job_id`` is the job that played them
+    verified: Mapped[bool] = mapped_column(default=False, server_default=sa.false())
+    agent_job_id: Mapped[str | None] = mapped_column(sa.String(40), default=None, index=True)
 
 
 class LadderGame(Base):

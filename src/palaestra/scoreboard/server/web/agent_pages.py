@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
+from palaestra.envs import BOARD_GAME_IDS
 from palaestra.scoreboard import protocol
 from palaestra.scoreboard.server.agents import jobs as agent_jobs
 from palaestra.scoreboard.server.evaluations.records import EvaluationRecord
@@ -42,7 +43,8 @@ def job_page(request: Request, job_id: str) -> Response:
             job, owner = agent_jobs.load_job(session, job_id)
         except Problem:
             return not_found(request, f"No agent job {job_id!r}.")
-    shown = agent_jobs.job_object(job, owner)
+        matches = agent_jobs.job_matches(session, job_id)
+    shown = agent_jobs.job_object(job, owner, "", matches)
     running = shown.status in ("queued", "running")
     return render(
         request,
@@ -51,6 +53,7 @@ def job_page(request: Request, job_id: str) -> Response:
         worker=job.worker,
         refresh_s=REFRESH_S if running else None,
         evaluation_url=protocol.evaluation_web_path(shown.evaluation_id) if shown.evaluation_id else None,
+        board_game=shown.env in BOARD_GAME_IDS,
         mean=_mean(shown.returns),
     )
 

@@ -1,0 +1,106 @@
+"""Go agents rated by the board, end to end with real processes: a Go artifact uploaded with
+``palaestra upload --agent`` to a ``palaestra server`` is played by a ``palaestra worker`` process, in
+the sandbox, against the anchors (``random`` and GNU Go level 0, GNU Go spawned inside the sandbox);
+the ladder then rates it from games nobody uploaded, marked verified. A model whose output does not
+fit the board's actions is refused with one 4xx naming both sizes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.scoreboard.server.agents.agent_helpers import (
+    RUN_TIMEOUT_S,
+    count_rows,
+    get_job,
+    start_worker,
+    write_go_agent,
+)
+from tests.scoreboard.server_helpers import ScoreboardServer
+from tests.server_process import PALAESTRA_COMMAND
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("pyspiel")
+
+#: no worker in the server's process; two games against each anchor, a short time per move
+BOARD = {"PALAESTRA_EMBEDDED_WORKERS": "0", "PALAESTRA_AGENT_MATCH_GAMES": "2", "PALAESTRA_AGENT_MATCH_MOVE_S": "10"}
+LADDER = "Go9x9-komi0"
+
+
+@pytest.mark.usefixtures("sandbox", "gnugo")
+def test_a_go_agent_uploaded_is_rated_against_gnu_go_by_the_server_and_its_rating_is_verified(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
+    server: ScoreboardServer = scoreboard_factory(env=BOARD)
+    model = write_go_agent(tmp_path / "agent")
+    worker_log = tmp_path / "worker.log"
+    worker = start_worker(server, worker_log)
+    try:
+        result = subprocess.run(
+            [*PALAESTRA_COMMAND, "upload", "--server", server.url, "--agent", str(model), "--wait"],
+            env={**server.env, "PALAESTRA_API_KEY": server.api_key}, capture_output=True, text=True,
+            timeout=RUN_TIMEOUT_S + 60,
+        )  # fmt: skip
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr + worker_log.read_text()
+    lines = result.stdout.strip().splitlines()
+    job_id = lines[1]
+    assert "done: 4/4 episodes" in result.stdout, result.stdout
+    assert lines[-2] == f"verified ladder matches: {server.url}/ladders/{LADDER}"
+
+    job = get_job(server, job_id)
+    assert job["status"] == "done" and job["episodes"] == 4 and len(job["returns"]) == 4
+    assert job["ladder"] == LADDER and len(job["ladder_matches"]) == 2 and lines[-1].split() == job["ladder_matches"]
+    agent = f"tester-agent-{job['artifact_sha256'][:8]}"
+
+    opponents = set()
+    for match_id in job["ladder_matches"]:
+        match = httpx.get(f"{server.url}/v1/ladder_matches/{match_id}", timeout=30).json()
+        assert match["verified"] is True and match["agent_job_id"] == job_id and match["owner"] == "tester"
+        assert agent in match["players"] and len(match["games"]) == 2
+        opponents |= set(match["players"]) - {agent}
+        # the records the sandbox wrote were replayed by the ladder's check, and count
+        assert all(game["rated"] for game in match["games"]), match["games"]
+    assert opponents == {"random", "gnugo:0"}
+
+    ratings = httpx.get(f"{server.url}/v1/ladders/{LADDER}/ratings", timeout=30).json()
+    rated = {r["player"]: r for r in ratings["ratings"]}
+    assert set(rated) == {agent, "random", "gnugo:0"} and rated[agent]["games"] == 4
+    assert rated[agent]["verified"] and rated[agent]["anchored"] and not rated[agent]["is_anchor"]
+    # rated against GNU Go: the ladder's anchor, held at its value (its games against random vary with the seeds)
+    assert ratings["anchor"] == "gnugo:0" and rated["gnugo:0"]["is_anchor"] and rated["gnugo:0"]["rating"] == 1500.0
+    assert rated[agent]["rating"] < rated["gnugo:0"]["rating"]  # a random-weight network loses to GNU Go
+
+    page = httpx.get(f"{server.url}/ladders/{LADDER}", timeout=30).text
+    assert agent in page and 'class="tag verified"' in page and 'id="verified-note"' in page
+    job_page = httpx.get(f"{server.url}/agents/{job_id}", timeout=30).text
+    assert f'href="/ladders/{LADDER}"' in job_page and "games played by this board" in job_page
+    # the agent's name is its owner's now; the anchors' names stay the server's
+    assert count_rows(server, "ladder_players", f"name = '{agent}'") == 1
+    assert count_rows(server, "ladder_players", "name IN ('random', 'gnugo:0')") == 0
+    assert count_rows(server, "evaluations") == 0  # a board-game agent's result is its matches
+
+
+def test_a_go_model_whose_output_does_not_fit_the_boards_actions_is_refused_naming_both_sizes(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
+    server: ScoreboardServer = scoreboard_factory(env=BOARD)
+    model = write_go_agent(tmp_path / "agent", actions=81)  # the points only: no pass, no resign
+    files = {
+        "model": ("go.onnx", model.read_bytes()),
+        "descriptor": ("go.json", model.with_suffix(".json").read_bytes()),
+    }
+    refused = httpx.post(
+        f"{server.url}/v1/agents", files=files, headers={"Authorization": f"Bearer {server.api_key}"}, timeout=60
+    )
+    assert refused.status_code == 400, refused.text
+    detail = refused.json()["detail"]
+    assert "[batch, 81]" in detail and "Go9x9-v0': 83" in detail, detail
+    assert count_rows(server, "agent_jobs") == 0
