@@ -129,6 +129,7 @@ BOARD_TAMPERINGS: list[tuple[str, Callable[[Path], None], str]] = [
      "its games.game_"),
     ("a ladder game's players", _sql("UPDATE ladder_games SET black = 'gnugo:10' WHERE number = 2"), "its games.game_"),
     ("a ladder game's record", _sql("UPDATE ladder_games SET record = record || ' ' WHERE number = 1"), "its games.game_"),
+    ("an uploaded match marked as played by the server", _sql("UPDATE ladder_matches SET verified = 1"), "its verified"),
     ("a ladder game deleted", _sql("DELETE FROM ladder_games WHERE number = 2"), "its games.game_"),
     ("a rating", _sql("UPDATE ladder_ratings SET rating = rating + 500 WHERE player = 'random'"), "its ratings.random"),
     ("a match's owner", _sql("INSERT INTO users (name, created) VALUES ('eve', '2026-01-01 00:00:00')",

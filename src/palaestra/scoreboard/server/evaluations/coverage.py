@@ -11,8 +11,9 @@
   again, whose *latest* entry must match the table (:data:`SUPERSEDED`).
 - **Version 3** (every entry made since the board evaluates agents itself): an evaluation's document
   also holds whether the board produced it (``verified``) and how (``verification``: the seeds it
-  chose, the artifact's sha256, the job), so a self-reported score cannot be turned into a verified
-  one, nor its seeds changed, without verify naming it.
+  chose, the artifact's sha256, the job), and a ladder match's, whether the server played it (``verified``,
+  ``agent_job_id``), so a self-reported score or match cannot be turned into a verified one, nor its
+  seeds changed, without verify naming it.
 
 Not covered, and said so in docs/archive.md: a live run before it is sealed (it changes with every
 chunk; once sealed, its evaluation is logged), a run's tags and algorithm and an algorithm's
@@ -87,7 +88,11 @@ FIELDS: dict[int, dict[str, tuple[str, ...]]] = {
         "ladder_ratings": ("ladder",),
     },
 }
-FIELDS[3] = {**FIELDS[2], "evaluation": (*FIELDS[2]["evaluation"], *EVALUATION_FIELDS_VERIFIED)}
+FIELDS[3] = {
+    **FIELDS[2],
+    "evaluation": (*FIELDS[2]["evaluation"], *EVALUATION_FIELDS_VERIFIED),
+    "ladder_match": (*MATCH_FIELDS, "verified", "agent_job_id"),  # a match the server played itself
+}
 #: Kinds whose record is logged again at each change: only the latest entry of a record is held to it.
 SUPERSEDED = frozenset({"ladder_ratings"})
 _JSON_FIELDS = {"graph_stats", "benchmark_score", "videos", "score", "curves", "provenance", "conditions",
@@ -143,7 +148,7 @@ def changed_fields(expected: Mapping[str, str], doc: Mapping[str, Any]) -> list[
 
 
 def _value(name: str, value: Any) -> Any:
-    if name == "verified":  # a column default: absent from the values of a self-reported upload
+    if name == "verified":  # a column default: absent from the values of a self-reported upload or match
         return bool(value)
     if name in _JSON_FIELDS and isinstance(value, str):
         value = json.loads(value)  # a RawJSON value, serialised before the write transaction
