@@ -6,10 +6,12 @@ test-artifacts/web/.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.web import web_recordings as recordings
 from tests.web.web_helpers import HOSTILE_NAME, PageRecord, Uploads, poll, require_vendor_assets, screenshot
 
 pytestmark = pytest.mark.browser
@@ -183,6 +185,39 @@ def test_pages_on_a_phone(browser: Any, web_server: Any, uploads: Uploads) -> No
         pg.goto(f"{web_server.url}/envs/CartPole-v0")
         assert pg.evaluate("document.documentElement.scrollWidth - window.innerWidth") <= 0
         screenshot(pg, "env-phone")
+    finally:
+        context.close()
+
+
+def test_the_leaderboard_fits_a_1280_pixel_window_with_each_full_id_in_a_title(
+    browser: Any, web_server: Any, tmp_path: Path
+) -> None:
+    # the widest leaderboard: runs under two sets of conditions (a Conditions column) by a long-named
+    # algorithm, of an env no other test counts the rows of
+    from palaestra.scoreboard.client import upload
+
+    sent = []
+    for steps_limit in (40, 60):
+        directory = recordings.record_steps("Acrobot-v1", tmp_path / str(steps_limit), 100,
+                                            max_episode_steps=steps_limit)
+        sent.append(upload(directory, server=web_server.url, api_key=web_server.api_key,
+                           algorithm_id="a-rather-long-algorithm-name-with-its-hyperparameters-lr3e-4"))
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        pg = context.new_page()
+        pg.goto(f"{web_server.url}/envs/Acrobot-v1")
+        banner = pg.locator("#conditions-notice p").first.inner_text()
+        assert "differ in the episode step limit (max_episode_steps: 40 vs 60). Scores of different setups" in banner
+        widths = pg.evaluate(
+            """() => { const t = document.querySelector('table.leaderboard');
+                       return [t.scrollWidth, t.parentElement.clientWidth]; }"""
+        )
+        assert widths[0] <= widths[1], f"the table is {widths[0]} px wide in a {widths[1]} px box"
+        ids = pg.locator("table.leaderboard td.id a")
+        assert sorted(ids.all_inner_texts()) == sorted(sent)
+        # a cut id is still whole in its tooltip and its text (copy, find in page)
+        assert [ids.nth(i).get_attribute("title") for i in range(ids.count())] == ids.all_inner_texts()
+        screenshot(pg, "env-leaderboard-1280")
     finally:
         context.close()
 

@@ -29,6 +29,13 @@ def test_the_viewer_steps_through_the_game_to_its_final_position(
     moves = len(game_record.moves)
     pg.goto(game.web_url)
     counter = pg.locator("#move-counter")
+    # it opens on the final position, with the board's coordinates (A-J without I, 9 at the top)
+    assert counter.get_attribute("data-move") == str(moves)
+    assert _stones(pg) == {"black": int(final[0].sum()), "white": int(final[1].sum())}
+    labels = pg.locator("#coordinates text.coord").all_text_contents()
+    assert labels[:4] == ["A", "A", "9", "9"] and labels[-4:] == ["J", "J", "1", "1"]
+    assert "I" not in labels and len(labels) == 4 * 9
+    pg.click("[data-step=first]")
     assert counter.inner_text() == f"move 0 / {moves}"
     assert _stones(pg) == {"black": 0, "white": 0}
     pg.click("[data-step=next]")

@@ -30,7 +30,7 @@ from palaestra.solved_stats import ranking_mean, score_from_merged
 from tests.server_process import serving
 from tests.web.web_helpers import HOSTILE_NAME, Uploads
 
-EVAL_LINK_RE = re.compile(r'<td(?: class="opt")?><a href="/evaluations/(eval_\w+)">')
+EVAL_LINK_RE = re.compile(r'<td(?: class="opt(?: id)?")?><a href="/evaluations/(eval_\w+)"[ >]')
 N_EVALUATIONS = 30
 
 
@@ -346,6 +346,9 @@ def test_uploaded_evaluations_over_http(web_server: Any, uploads: Uploads) -> No
         assert "balance-agent" in html  # a benchmark evaluation shows its run's algorithm
 
         page = client.get(f"/evaluations/{uploads.cartpole[0]}").text
+        # the conditions in plain words (issue 36: "Conditions:" alone was jargon)
+        assert re.search(r'<p id="conditions">How the environment was set up: <strong>[^<]+</strong>\. '
+                         r"Runs set up differently are ranked and drawn apart\.</p>", page)
         video_url = re.search(r'<video [^>]*src="([^"]+\.mp4)"', page)[1]
         head = client.get(video_url, headers={"Range": "bytes=0-99"})
         assert head.status_code == 206 and head.headers["content-type"] == "video/mp4"

@@ -69,9 +69,11 @@ def record_frozenlake(directory: Path, episodes: int = 12, seed: int = 0) -> Pat
     return directory
 
 
-def record_steps(env_id: str, directory: Path, steps: int, policy: str = "random", seed: int = 0) -> Path:
-    """Whole episodes of ``env_id`` until at least ``steps`` steps were taken (no video)."""
-    env = make(env_id)
+def record_steps(env_id: str, directory: Path, steps: int, policy: str = "random", seed: int = 0,
+                 **env_kwargs: Any) -> Path:
+    """Whole episodes of ``env_id`` (made with ``env_kwargs``) until at least ``steps`` steps were taken
+    (no video)."""
+    env = make(env_id, **env_kwargs)
     monitor = Monitor(env, str(directory), video_callable=False, force=True)
     env.action_space.seed(seed)
     taken = 0

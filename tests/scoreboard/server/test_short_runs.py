@@ -10,8 +10,7 @@ from typing import Any
 import httpx
 
 from tests.scoreboard.server_helpers import ScoreboardServer, upload_evaluation
-
-EVAL_LINK_RE = re.compile(r'<td(?: class="opt")?><a href="/evaluations/(eval_\w+)">')
+from tests.web.test_pages import EVAL_LINK_RE
 
 
 def _batch(rewards: list[float], types: list[str] | None = None) -> dict[str, Any]:

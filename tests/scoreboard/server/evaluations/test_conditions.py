@@ -64,7 +64,7 @@ def test_the_compare_page_names_the_difference_and_draws_only_one_set(scoreboard
         page = c.get("/compare", params=[("e", sticky), ("e", plain)]).text
         mixed = c.get("/compare", params=[("e", sticky), ("e", plain), ("mix", "conditions")]).text
     notice = re.search(r'id="conditions-notice">(.*?)</div>', page, re.S)
-    assert notice and "repeat_action_probability (0.25 vs 0.0)" in notice.group(1)
+    assert notice and "the sticky-action probability (repeat_action_probability: 0.25 vs 0.0)" in notice.group(1)
     assert f"<code>{plain}</code>" in notice.group(1) and 'id="mix-conditions"' in page
     series = json.loads(re.search(r'id="compare-data">(.*?)</script>', page, re.S).group(1))["series"]
     assert [s["id"] for s in series] == [sticky]  # not drawn together
@@ -77,7 +77,7 @@ def test_entries_keep_the_two_conditions_apart_and_label_the_leaderboard(scorebo
     with scoreboard_server.client() as c:
         board = c.get("/envs/ALE/Pong-v5").text
         ranked = c.get("/envs/ALE/Pong-v5", params={"rank": "entries"}).text
-    assert "repeat_action_probability (0.25 vs 0.0)" in board and 'class="conditions"' in board
+    assert "the sticky-action probability (repeat_action_probability: 0.25 vs 0.0)" in board and 'class="conditions"' in board
     rows = re.findall(r'<tr class="entry">(.*?)</tr>', ranked, re.S)
     mine = [r for r in rows if pong_uploads["algorithm"] in r]
     assert len(mine) == 2  # one entry per set of conditions, never one averaged over both

@@ -126,8 +126,23 @@ class Difference:
 
     @property
     def text(self) -> str:
+        """The field in words a reader knows, then its name as code writes it, and the values:
+        ``"the episode step limit (max_episode_steps: 40 vs 60)"``."""
         shown = " vs ".join("not recorded" if v is _MISSING else json.dumps(v) for v in self.values)
-        return f"{self.field} ({shown})"
+        plain = _PLAIN_FIELDS.get(self.field, f"the argument {self.field}")
+        return f"{plain} ({self.field}: {shown})"
+
+
+#: The fields of a conditions card in plain words (the issue 36 review found the bare names jargon).
+_PLAIN_FIELDS = {
+    "max_episode_steps": "the episode step limit",
+    "repeat_action_probability": "the sticky-action probability",
+    "frameskip": "the frame skip",
+    "full_action_space": "the action set",
+    "max_num_frames_per_episode": "the frame limit per episode",
+    "obs_type": "the observation type",
+    "recorded": "whether the conditions were recorded",
+}
 
 
 def differences(cards: Sequence[Mapping[str, Any]]) -> list[Difference]:

@@ -10,7 +10,7 @@
   const size = data.size;
   const hex = data.game === "Hex";
   const cell = 30;
-  const margin = 24;
+  const margin = hex ? 24 : 38;  // Go: room for the coordinates outside the edge stones
   let shown = 0;
 
   function element(name, attributes) {
@@ -43,6 +43,26 @@
       const [a0, b0] = centre(0, i), [a1, b1] = centre(size - 1, i);
       svg.appendChild(element("line", { x1: a0, y1: b0, x2: a1, y2: b1, stroke: "#333" }));
     }
+    drawCoordinates();
+  }
+
+  // Go's coordinates in the margins, as on a real board and in the move list (rules.py's GTP names):
+  // letters A-T without I across, top and bottom; numbers up the sides, 1 at the bottom row.
+  function drawCoordinates() {
+    const letters = "ABCDEFGHJKLMNOPQRSTUVWXYZ";
+    const group = element("g", { id: "coordinates", "font-size": 11, fill: "#333", "text-anchor": "middle",
+                                 "dominant-baseline": "central", "font-family": "sans-serif" });
+    const near = 15, far = margin * 2 + (size - 1) * cell - near;
+    for (let i = 0; i < size; i++) {
+      const [x, y] = centre(i, i);
+      for (const [tx, ty, text] of [[x, near, letters[i]], [x, far, letters[i]],
+                                    [near, y, String(size - i)], [far, y, String(size - i)]]) {
+        const label = element("text", { x: tx, y: ty, class: "coord" });
+        label.textContent = text;
+        group.appendChild(label);
+      }
+    }
+    svg.appendChild(group);
   }
 
   const stones = element("g", { id: "stones" });
@@ -83,5 +103,5 @@
   });
   drawGrid();
   svg.appendChild(stones);
-  show(0);
+  show(data.positions.length - 1);  // open on the final position: how the game ended is what one came for
 })();
