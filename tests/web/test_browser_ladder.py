@@ -80,19 +80,23 @@ def test_a_go9x9_evaluation_links_to_its_algorithms_ladder_entry(
     import palaestra
     from palaestra.scoreboard.client import upload
 
-    folder = tmp_path_factory.mktemp("go9-eval")
-    env = palaestra.Monitor(gym.make("Go9x9-v0", opponent="random"), folder, force=True)
-    rng = np.random.default_rng(0)
-    for episode in range(2):
-        _, info = env.reset(seed=episode)
-        done = False
-        while not done:
-            action = int(rng.choice(np.flatnonzero(info["action_mask"][:-1])))
-            _, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-    env.close()
-    rated = upload(folder, server=web_server.url, api_key=web_server.api_key, algorithm_id="mcts:5")
-    unrated = upload(folder, server=web_server.url, api_key=web_server.api_key, algorithm_id="not-on-a-ladder")
+    def record(first_seed: int) -> Any:
+        folder = tmp_path_factory.mktemp("go9-eval")
+        env = palaestra.Monitor(gym.make("Go9x9-v0", opponent="random"), folder, force=True)
+        rng = np.random.default_rng(first_seed)
+        for episode in range(2):
+            _, info = env.reset(seed=first_seed + episode)
+            done = False
+            while not done:
+                action = int(rng.choice(np.flatnonzero(info["action_mask"][:-1])))
+                _, _, terminated, truncated, info = env.step(action)
+                done = terminated or truncated
+        env.close()
+        return folder
+
+    rated = upload(record(0), server=web_server.url, api_key=web_server.api_key, algorithm_id="mcts:5")
+    # another run: the same episodes with another algorithm would be a repeat, refused (docs/upload.md)
+    unrated = upload(record(10), server=web_server.url, api_key=web_server.api_key, algorithm_id="not-on-a-ladder")
     page = httpx.get(f"{web_server.url}/evaluations/{rated}", timeout=30).text
     assert f'<a href="/ladders/{ladder_game[0].ladder}/players/mcts%3A5">{ladder_game[0].ladder}</a>' in page
     assert "ladder-links" not in httpx.get(f"{web_server.url}/evaluations/{unrated}", timeout=30).text
