@@ -182,11 +182,18 @@ def _listening_inodes(port: int) -> set[str]:
 def _process_tree(pid: int) -> list[int]:
     pids, i = [pid], 0
     while i < len(pids):
-        for task in Path(f"/proc/{pids[i]}/task").glob("*/children"):
-            with contextlib.suppress(OSError):
-                pids.extend(int(child) for child in task.read_text().split())
+        pids.extend(_children(pids[i]))
         i += 1
     return pids
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid``; none once it has exited (its /proc folder goes while we read it)."""
+    children: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            children.extend(int(child) for child in task.read_text().split())
+    return children
 
 
 # -- in this process, with a clock the test advances ------------------------------------------------
