@@ -7,7 +7,6 @@ test-artifacts/web/.
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 from typing import Any
 
