@@ -5,7 +5,8 @@ a 4 MB match upload of 19x19 games is checked, side by side with another checkou
 
 For each server (this checkout's ``src``, and ``--peer``'s, e.g. main's, when given) the script
 starts a fresh ``palaestra server`` on SQLite, sends one small upload (to start what a first upload
-starts), asks ``GET /`` back to back for 10 quiet seconds (the baseline), then sends two uploads of the
+starts), asks ``GET /`` back to back for 15 seconds to warm it and 10 quiet seconds more (the
+baseline), then sends two uploads of the
 same 19x19 game copied up to ``--games`` times (at most 4 MB): one whose last game is forged
 (refused with a 422 after every game was replayed: the issue's case) and one that is accepted (the
 games stored, the ladder rated again). While each is in flight a client asks ``GET /`` back to back;
@@ -173,6 +174,7 @@ def measure(label: str, src: str, document: dict[str, Any], text: str, copies: i
     with running_server(src) as (url, key, data_dir):
         httpx.post(f"{url}/v1/ladder_matches", content=upload_body(document, text, 1, False, 99), timeout=600,
                    headers={"Authorization": f"Bearer {key}"})  # fmt: skip
+        quiet_latencies(url, 15.0)  # warm: the first requests build what the page keeps
         quiet = summary(quiet_latencies(url, 10.0))
         print(f"  {label:<6} quiet: GET / max {quiet[0]:.0f} ms, p90 {quiet[1]:.0f} ms, median {quiet[2]:.0f} ms")
         for seed, forged in ((1, True), (2, False)):

@@ -47,10 +47,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def episode_batch(n: int = 1000) -> bytes:
+def episode_batch(n: int = 1000, run: int = 0) -> bytes:
+    """The episodes of training run number ``run``: each run starts at its own time, so that no upload
+    repeats another (a repeat is answered with the first evaluation, not stored again)."""
     rng = np.random.default_rng(0)
     lengths = rng.integers(10, 200, n)
-    t0 = 1_700_000_000.0
+    t0 = 1_700_000_000.0 + 100_000.0 * run
     return json.dumps(
         {
             "data_sources": [0] * n,
@@ -270,8 +272,10 @@ class Http:
         self.conn.close()
 
 
-def drive(url: str, key: str, uploads: int, clients: int, batch: bytes, video: bytes) -> dict[str, Any]:
-    """Run ``uploads`` full uploads from ``clients`` threads; latencies per endpoint and throughput."""
+def drive(url: str, key: str, clients: int, batches: list[bytes], video: bytes) -> dict[str, Any]:
+    """Upload each of ``batches`` (with ``video``) from ``clients`` threads; latencies per endpoint and
+    throughput."""
+    uploads = len(batches)
     latencies: dict[str, list[float]] = defaultdict(list)
     lock = threading.Lock()
     counter = iter(range(uploads))
@@ -299,7 +303,7 @@ def drive(url: str, key: str, uploads: int, clients: int, batch: bytes, video: b
             raise RuntimeError(f"upload failed: {status} {text[:200]!r}")
         return str(f["id"])
 
-    def one(c: Http) -> None:
+    def one(c: Http, batch: bytes) -> None:
         batch_id = upload_file(c, "episode_batch", batch)
         video_id = upload_file(c, "video", video)
         doc = {
@@ -322,7 +326,7 @@ def drive(url: str, key: str, uploads: int, clients: int, batch: bytes, video: b
                 if i is None:
                     return
                 try:
-                    one(c)
+                    one(c, batches[i])
                 except Exception as e:
                     with lock:
                         failures.append(str(e))
@@ -406,6 +410,7 @@ def main() -> int:
     args = parser.parse_args()
 
     batch, video = episode_batch(args.episodes), video_archive(args.video)
+    runs = iter(range(10**6))  # every upload its own run, across the backends and client counts
     print(
         f"payload: {args.episodes}-episode batch {len(batch) / 1024:.0f} KiB, one {args.video} video "
         f"{len(video) / 1024:.1f} KiB; {args.uploads} uploads; server workers: {args.workers}; "
@@ -418,9 +423,11 @@ def main() -> int:
         try:
             for clients in args.clients:
                 with running_server(database_url, args.workers, args.rate_limits) as (url, key, pgid):
-                    drive(url, key, min(20, args.uploads), clients, batch, video)  # warm up
+                    warm = [episode_batch(args.episodes, next(runs)) for _ in range(min(20, args.uploads))]
+                    batches = [episode_batch(args.episodes, next(runs)) for _ in range(args.uploads)]
+                    drive(url, key, clients, warm, video)  # warm up
                     cpu0 = group_cpu_seconds(pgid)
-                    result = drive(url, key, args.uploads, clients, batch, video)
+                    result = drive(url, key, clients, batches, video)
                     result["server_cpu_ms"] = (group_cpu_seconds(pgid) - cpu0) / args.uploads * 1000
                 ok &= report(
                     f"{backend}, {args.video} video", result, clients, gate_throughput=backend == "sqlite"

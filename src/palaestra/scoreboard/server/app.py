@@ -8,9 +8,11 @@ opened (and migrated) when the app starts.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import signal
+import sys
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -41,13 +43,23 @@ logger = logging.getLogger("palaestra.scoreboard")
 #: with PostgreSQL handlers in threads, bench/server_load.py's evaluations had a p99 of 190-200 ms
 #: with 16 and 120-145 ms with 8, at more evaluations a second.
 THREADS = int(os.environ.get("PALAESTRA_SERVER_THREADS", "8"))
+#: How long a thread runs before another waiting for the interpreter gets it (Python's default: 5 ms).
+#: A page's handler lets go at each query; behind a thread storing a 4 MB ladder upload it waited the
+#: whole interval to get back in, each time: a concurrent ``GET /`` took up to 100 ms instead of 8
+#: (bench/ladder_upload_stall.py; with 1 ms, 35 ms at most, and uploads per second unchanged in
+#: bench/server_load.py).
+SWITCH_INTERVAL_S = 0.001
 
 
-def create_app(config: ServerConfig | None = None, state: ServerState | None = None) -> FastAPI:
+def create_app(
+    config: ServerConfig | None = None, state: ServerState | None = None, *, own_process: bool = False
+) -> FastAPI:
     """The scoreboard app for ``config`` (default: flags-free :func:`resolve_config`).
 
     With ``state`` given, that state is used as is (tests); otherwise the database and store are
-    opened, and migrated, when the app starts.
+    opened, and migrated, when the app starts. ``own_process``: the app is the process's only one
+    (``palaestra server``): the interpreter switches threads sooner (:data:`SWITCH_INTERVAL_S`) and
+    once the app is warm its heap is frozen (:func:`_warm_up`).
     """
     cfg = config or (state.config if state else resolve_config())
 
@@ -55,12 +67,14 @@ def create_app(config: ServerConfig | None = None, state: ServerState | None = N
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own = state is None
         app.state.scoreboard = state or await run_in_threadpool(build_state, cfg)
+        if own_process:
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         if THREADS:
             import anyio.to_thread
 
             anyio.to_thread.current_default_thread_limiter().total_tokens = THREADS
         # Build the env catalogue (it imports every env provider) while the first requests arrive.
-        threading.Thread(target=warm_up, name="palaestra-warm-up", daemon=True).start()
+        threading.Thread(target=_warm_up, args=(own_process,), name="palaestra-warm-up", daemon=True).start()
         scoreboard: ServerState = app.state.scoreboard
         cleaner = None
         if cfg.gc_interval_s > 0 and not cfg.read_only:
@@ -167,9 +181,20 @@ def serve(
         # workers), and does not say which: process managers send SIGTERM.
         return signal.SIGTERM
     uvicorn.run(
-        create_app(config), host=config.host, port=config.port, log_level=log_level, **uvicorn_options
+        create_app(config, own_process=True), host=config.host, port=config.port, log_level=log_level, **uvicorn_options
     )
     return None
+
+
+def _warm_up(freeze_heap: bool) -> None:
+    """Build the env catalogue; then, in a process of its own, move what start-up built (modules,
+    templates, the catalogue: most of the heap) out of the garbage collector's sight. Every full
+    collection walked all of it: a 50-90 ms pause in one request of every fifty or so to ``GET /``,
+    which a frozen heap takes away (bench/ladder_upload_stall.py's quiet figures)."""
+    warm_up()
+    if freeze_heap:
+        gc.collect()
+        gc.freeze()
 
 
 def _config_environ(config: ServerConfig) -> dict[str, str]:
@@ -198,4 +223,4 @@ def _config_environ(config: ServerConfig) -> dict[str, str]:
 
 def app_from_environment() -> FastAPI:
     """App factory for uvicorn workers: configuration from ``PALAESTRA_*`` variables."""
-    return create_app(resolve_config())
+    return create_app(resolve_config(), own_process=True)

@@ -5,6 +5,7 @@ static files never are."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import httpx
@@ -61,3 +62,34 @@ def test_anonymous_reads_are_limited_per_address_across_servers(scoreboard_facto
 def test_the_default_is_far_above_a_person_browsing() -> None:
     assert resolve_config(environ={}).anonymous_reads_per_minute == DEFAULT_ANONYMOUS_READS_PER_MINUTE >= 600
     assert resolve_config(environ={"PALAESTRA_RATE_LIMIT_ANONYMOUS_READS": "0"}).anonymous_reads_per_minute == 0
+
+
+def test_an_anonymous_read_never_waits_behind_another_writer_and_its_hit_still_counts(tmp_path) -> None:
+    # On SQLite a read's hit is a write on the event loop: behind a long transaction (a 4 MB ladder
+    # upload's store) it held every request. It is answered at once, and its hit counted later.
+    from palaestra.scoreboard.server.core.database import WriterBusy
+    from tests.server_process import in_process_server
+
+    with in_process_server(tmp_path, {"PALAESTRA_RATE_LIMIT_ANONYMOUS_READS": "3"}) as server:
+        holding, release = threading.Event(), threading.Event()
+
+        def long_write() -> None:
+            with server.state.db.write():
+                holding.set()
+                release.wait(60)
+
+        writer = threading.Thread(target=long_write)
+        writer.start()
+        try:
+            assert holding.wait(30)
+            with pytest.raises(WriterBusy), server.state.db.write(wait=False):  # what the reads' hits meet
+                pass
+            answers = [httpx.get(f"{server.url}/v1/envs", timeout=120).status_code for _ in range(2)]
+            assert not release.is_set() and writer.is_alive(), "the reads were answered while the write went on"
+            assert answers == [200, 200]
+        finally:
+            release.set()
+            writer.join()
+        assert httpx.get(f"{server.url}/v1/envs").status_code == 200  # the third: the two held back go with it
+        refused = httpx.get(f"{server.url}/v1/envs")
+        assert "Too many requests from 127.0.0.1" in error_of(refused, 429)["detail"]

@@ -38,3 +38,23 @@ def test_any_upload_is_checked_or_refused_with_a_problem(match: dict[str, Any], 
         assert problem.status in (400, 413, 422) and problem.detail
     else:
         assert checked.games
+
+
+def test_a_checked_match_comes_back_from_the_checking_process_as_it_was_checked() -> None:
+    # the moves travel as one string per game (see CheckedGame.__reduce__): the round trip changes nothing
+    import dataclasses
+    import pickle
+
+    record = "(;GM[1]SZ[9]KM[6.5]PB[a]PW[b]RE[W+R];B[ee];W[cc];B[];W[gg])"
+    checked = check_match(MatchUpload(
+        match={"format": "palaestra.match", "game": "Go", "board_size": 9, "komi": 6.5,
+               "players": [{"name": "a"}, {"name": "b"}], "games": [{"file": "g.sgf"}, {"file": "h.sgf"}]},
+        games={"g.sgf": record, "h.sgf": record.replace(";B[];W[gg]", "")},
+    ))  # fmt: skip
+    assert pickle.loads(pickle.dumps(checked)) == checked
+    assert [game.record.moves for game in checked.games] == [["E5", "C7", "pass", "G3"], ["E5", "C7"]]
+    odd = dataclasses.replace(checked.games[0], record=dataclasses.replace(checked.games[0].record, moves=["a\nb", ""]))
+    assert pickle.loads(pickle.dumps(odd)) == odd  # kept whole, were a move ever written with a line break
+    for moves in ([], [""], ["pass"]):
+        game = dataclasses.replace(checked.games[0], record=dataclasses.replace(checked.games[0].record, moves=moves))
+        assert pickle.loads(pickle.dumps(game)).record.moves == moves

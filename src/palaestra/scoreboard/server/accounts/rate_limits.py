@@ -144,25 +144,28 @@ def note_invalid_key(state: ServerState, address: str) -> None:
         )
 
 
-def count_hit(db: Database, bucket: str, window_s: int, clock: Clock = SYSTEM_CLOCK) -> tuple[int, float]:
-    """Add one hit to ``bucket`` in the current fixed window; ``(hits in the window so far, seconds
+def count_hit(
+    db: Database, bucket: str, window_s: int, clock: Clock = SYSTEM_CLOCK, *, hits: int = 1, wait: bool = True
+) -> tuple[int, float]:
+    """Add ``hits`` to ``bucket`` in the current fixed window; ``(hits in the window so far, seconds
     until the window ends)``. The bucket's windows that ended are deleted on the way (through the
     primary key: the buckets' windows differ in length, so only the bucket knows which ended); gc
-    removes the counters of buckets that never came back (:data:`STALE_COUNTER_S`)."""
+    removes the counters of buckets that never came back (:data:`STALE_COUNTER_S`). ``wait=False``:
+    :class:`~..core.database.WriterBusy` at once, nothing counted, if another writer holds SQLite."""
     now = clock.time()
     start = int(now // window_s * window_s)
     upsert = _counter_upsert(db.engine.dialect.name)
-    with db.write() as session:
+    with db.write(wait=wait) as session:
         if db.engine.dialect.name == "postgresql":
             # a hit lost to a crash of the database costs nothing: no waiting for the WAL's fsync
             # (a hit took 5.8 ms, then 1.2, at load 10), which every anonymous read would otherwise do
             session.execute(_NO_SYNC_COMMIT)
-        hits = int(session.execute(upsert, {"bucket": bucket, "window_start": start}).scalar_one())
-        if hits == 1:  # a new window: the bucket's earlier ones have ended
+        total = int(session.execute(upsert, {"bucket": bucket, "window_start": start, "hits": hits}).scalar_one())
+        if total == hits:  # a new window: the bucket's earlier ones have ended
             session.execute(
                 sa.delete(_COUNTERS).where(_COUNTERS.c.bucket == bucket, _COUNTERS.c.window_start < start)
             )
-    return hits, start + window_s - now
+    return total, start + window_s - now
 
 
 def too_many(detail: str, wait: float) -> Problem:
@@ -175,7 +178,7 @@ _UPSERTS: dict[str, Any] = {}
 
 
 def _counter_upsert(dialect: str) -> Any:
-    """``INSERT ... ON CONFLICT DO UPDATE SET hits = hits + 1 RETURNING hits`` (one statement, atomic
+    """``INSERT ... ON CONFLICT DO UPDATE SET hits = hits + :hits RETURNING hits`` (one statement, atomic
     in SQLite and PostgreSQL, so concurrent processes never lose a hit)."""
     if dialect not in _UPSERTS:
         if dialect == "postgresql":
@@ -183,11 +186,11 @@ def _counter_upsert(dialect: str) -> Any:
         else:
             from sqlalchemy.dialects.sqlite import insert  # type: ignore[assignment]
         stmt = insert(_COUNTERS).values(
-            bucket=sa.bindparam("bucket"), window_start=sa.bindparam("window_start"), hits=1
+            bucket=sa.bindparam("bucket"), window_start=sa.bindparam("window_start"), hits=sa.bindparam("hits")
         )
         _UPSERTS[dialect] = stmt.on_conflict_do_update(
             index_elements=[_COUNTERS.c.bucket, _COUNTERS.c.window_start],
-            set_={"hits": _COUNTERS.c.hits + 1},
+            set_={"hits": _COUNTERS.c.hits + stmt.excluded.hits},
         ).returning(_COUNTERS.c.hits)
     return _UPSERTS[dialect]
 

@@ -9,7 +9,9 @@ and a test's fresh database starts empty. Its keys are tuples whose first item n
 - ``"principal"``: an API key's principal, for :data:`..accounts.auth.AUTH_CACHE_S` seconds;
 - ``"algorithm"``: the algorithm a user's id or name names (algorithms are never renamed or deleted);
 - ``"recording"``: a terminal recording's last frame, the fallback text of its page;
-- ``"postgres folder"``: where PostgreSQL keeps the database, for the free-space check.
+- ``"postgres folder"``: where PostgreSQL keeps the database, for the free-space check;
+- ``"reads"``: an address's anonymous reads, the last count seen and the hits held back while
+  another writer held SQLite (:func:`..guards.read_limits.count_read`).
 
 The least recently used value goes once :data:`SIZE` are kept; a value stored with ``expires`` is
 gone after that moment (the caller's clock, so tests advance it).

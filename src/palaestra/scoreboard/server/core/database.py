@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from palaestra.scoreboard.server.core.cache import Cache
 
-__all__ = ["Database", "RawJSON", "execute_at_commit", "serialize_json", "shown_url"]
+__all__ = ["Database", "RawJSON", "WriterBusy", "execute_at_commit", "serialize_json", "shown_url"]
 
 try:
     import fcntl
@@ -31,6 +31,10 @@ except ImportError:  # pragma: no cover - Windows: SQLite's busy handler alone s
 def shown_url(url: str) -> str:
     """A database URL as logs and error messages show it: its password hidden."""
     return sa.make_url(url).render_as_string(hide_password=True)
+
+
+class WriterBusy(Exception):
+    """Another writer holds the SQLite database: ``Database.write(wait=False)`` did not wait for it."""
 
 
 class RawJSON(str):
@@ -66,6 +70,7 @@ class Database:
         self.cache = Cache()
         self.is_sqlite = url.startswith("sqlite")
         self._write_lock = threading.Lock() if self.is_sqlite else None
+        self._calls = threading.local()  # .unwritten: in a never_waiting() block, nothing written yet
         self._lock_file: int | None = None
         if self.is_sqlite:
             self._lock_file = _open_lock_file(sa.make_url(url).database)
@@ -136,8 +141,12 @@ class Database:
             yield conn
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Session]:
-        """A session inside one transaction: commit on success, roll back on any exception."""
+    def write(self, *, wait: bool = True) -> Iterator[Session]:
+        """A session inside one transaction: commit on success, roll back on any exception.
+
+        ``wait=False``: on SQLite, raise :class:`WriterBusy` at once, having written nothing, when
+        another writer holds the database (for work on the event loop that must not wait behind a
+        large upload's transaction); PostgreSQL's writers never wait for each other here."""
         if self._write_lock is None:
             with self._write() as session, session.begin():
                 yield session
@@ -146,10 +155,36 @@ class Database:
         # SQLite: the connection and the session are set up (and put away) outside the writers'
         # lock, which covers BEGIN IMMEDIATE ... COMMIT only.
         with self.write_engine.connect() as conn, Session(bind=conn, expire_on_commit=False) as session:  # noqa: SIM117
-            with self._write_lock, _file_lock(self._lock_file), conn.begin():
+            with self._writers_lock(wait), conn.begin():
                 yield session
                 session.flush()
                 _run_at_commit(session)
+
+    @contextlib.contextmanager
+    def never_waiting(self) -> Iterator[None]:
+        """Within this block (on this thread), a write that would wait for another writer raises
+        :class:`WriterBusy` instead, until one write went through: from then on the work has written
+        and finishes where it is. For work on the event loop (``deps.run_blocking``), which runs it
+        again in a thread rather than hold every request behind another's transaction."""
+        self._calls.unwritten = True
+        try:
+            yield
+        finally:
+            self._calls.unwritten = False
+
+    @contextlib.contextmanager
+    def _writers_lock(self, wait: bool) -> Iterator[None]:
+        """The writers' lock of this process and, through ``flock``, of the others on the file."""
+        assert self._write_lock is not None
+        wait = wait and not getattr(self._calls, "unwritten", False)
+        if not self._write_lock.acquire(blocking=wait):
+            raise WriterBusy
+        try:
+            with _file_lock(self._lock_file, wait):
+                self._calls.unwritten = False
+                yield
+        finally:
+            self._write_lock.release()
 
     def write_one(self, statement: sa.Executable, params: Mapping[str, Any]) -> int:
         """Run one INSERT/UPDATE/DELETE on its own and return its row count.
@@ -164,7 +199,7 @@ class Database:
             with self.engine.connect() as conn:
                 return int(conn.execute(statement, params).rowcount)
         with self.engine.connect() as conn:
-            with self._write_lock, _file_lock(self._lock_file):
+            with self._writers_lock(wait=True):
                 result = conn.execute(statement, params)
             conn.commit()  # closes SQLAlchemy's bookkeeping; SQLite has nothing open
             return int(result.rowcount)
@@ -233,12 +268,16 @@ def _open_lock_file(database: str | None) -> int | None:
 
 
 @contextlib.contextmanager
-def _file_lock(fd: int | None) -> Iterator[None]:
-    """Hold an exclusive ``flock`` on ``fd`` (blocking with the GIL released); nothing if ``fd`` is None."""
+def _file_lock(fd: int | None, wait: bool = True) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``fd`` (blocking with the GIL released; :class:`WriterBusy` at
+    once if another process holds it and not ``wait``); nothing if ``fd`` is None."""
     if fd is None or fcntl is None:
         yield
         return
-    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise WriterBusy from None
     try:
         yield
     finally:

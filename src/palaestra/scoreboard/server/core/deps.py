@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 
+from palaestra.scoreboard.server.core.database import WriterBusy
 from palaestra.scoreboard.server.core.state import ServerState
 
 
@@ -40,9 +41,15 @@ async def run_blocking(state: ServerState, fn: Callable[..., _T], *args: Any, sm
     with other handler threads. That fight kept the SQLite writers' lock held three times as long
     under load, and left PostgreSQL-backed processes a third idle while requests queued
     (bench/server_load.py). With a database or S3 across the network (round trips of a millisecond
-    or more) and for large uploads, worker threads keep the event loop free.
+    or more) and for large uploads, worker threads keep the event loop free. Inline work never waits
+    for another writer's lock on the loop: its first write raises WriterBusy instead, nothing written,
+    and the work runs again in a thread (:meth:`~.database.Database.never_waiting`).
     ``PALAESTRA_INLINE_HANDLERS`` overrides the choice (``ServerConfig.inline_handlers``).
     """
     if state.inline and small:
-        return fn(*args)
+        try:
+            with state.db.never_waiting():
+                return fn(*args)
+        except WriterBusy:
+            pass  # another writer holds SQLite (a large upload's transaction): wait in a thread, not here
     return await run_in_threadpool(fn, *args)

@@ -36,7 +36,7 @@ from palaestra.scoreboard.server.evaluations.coverage import (
     CURRENT_VERSION,
     canonical_json,
     current_documents,
-    field_digests,
+    hashed_document,
     plain,
     run_evaluations,
 )
@@ -130,9 +130,9 @@ def _append_all(session: Session, items: Sequence[_Item]) -> None:
     seq, previous = (last[0] + 1, last[1]) if last else (1, GENESIS)
     rows = []
     for kind, record_id, document, blobs in items:
-        record_sha256 = sha256_hex(canonical_json(document))
+        record_bytes, fields = hashed_document(document)
+        record_sha256 = sha256_hex(record_bytes)
         created = utcnow()
-        fields = field_digests(document)
         entry = entry_hash(seq, kind, record_id, record_sha256, blobs, previous, created, CURRENT_VERSION, fields)
         rows.append({"seq": seq, "kind": kind, "record_id": record_id, "record_sha256": record_sha256,
                      "blobs": blobs, "previous_sha256": previous, "created": created, "entry_sha256": entry,

@@ -14,15 +14,18 @@ sends (a page is one request; its scripts and styles are static files), and stop
 
 from __future__ import annotations
 
+import threading
+
 from fastapi import Request
 
 from palaestra.scoreboard.server.accounts import auth
 from palaestra.scoreboard.server.accounts.rate_limits import count_hit, too_many
+from palaestra.scoreboard.server.core.database import WriterBusy
 from palaestra.scoreboard.server.core.deps import run_blocking, state_of
 from palaestra.scoreboard.server.core.state import ServerState
 from palaestra.scoreboard.server.web import signin
 
-__all__ = ["READ_WINDOW_S", "limit_anonymous_reads"]
+__all__ = ["READ_WINDOW_S", "count_read", "limit_anonymous_reads"]
 
 #: The window of ``anonymous_reads_per_minute``.
 READ_WINDOW_S = 60
@@ -40,7 +43,7 @@ async def limit_anonymous_reads(request: Request) -> None:
     if limit <= 0 or state.config.read_only or await _identified(request, state):
         return
     address = request.client.host if request.client else "unknown"
-    hits, wait = await run_blocking(state, count_hit, state.db, f"read:{address}", READ_WINDOW_S, state.clock)
+    hits, wait = await run_blocking(state, count_read, state, f"read:{address}")
     if hits > limit:
         raise too_many(
             f"Too many requests from {address}: this server answers {limit} requests a minute from one "
@@ -49,6 +52,49 @@ async def limit_anonymous_reads(request: Request) -> None:
             "PALAESTRA_RATE_LIMIT_ANONYMOUS_READS.",
             wait,
         )
+
+
+_HELD_LOCK = threading.Lock()
+
+
+def count_read(state: ServerState, bucket: str) -> tuple[int, float]:
+    """Count an anonymous read in ``bucket``: ``(reads in the window so far, seconds until it ends)``.
+
+    On SQLite a hit is a write, and it runs on the event loop (``run_blocking``): waiting there for
+    another writer (a 4 MB ladder upload's transaction holds the database for a third of a second)
+    would stall every request. So it never waits: while another writer holds the database the read
+    is answered at once, its hit held back in the cache and added with the address's next hit that
+    finds the database free; meanwhile the count is the last one seen plus the hits held back, so a
+    scraper gains nothing by reading during a long write."""
+    now = state.clock.time()
+    start = int(now // READ_WINDOW_S * READ_WINDOW_S)
+    with _HELD_LOCK:
+        seen, held = _counts(state, bucket, start)
+        _keep(state, bucket, start, seen, 0)  # the held hits go to the database with this one
+    try:
+        total, wait = count_hit(state.db, bucket, READ_WINDOW_S, state.clock, hits=held + 1, wait=False)
+    except WriterBusy:
+        with _HELD_LOCK:
+            seen_now, held_now = _counts(state, bucket, start)
+            seen, held = max(seen, seen_now), held_now + held + 1
+            _keep(state, bucket, start, seen, held)
+        return seen + held, start + READ_WINDOW_S - now
+    with _HELD_LOCK:
+        seen_now, held_now = _counts(state, bucket, start)
+        _keep(state, bucket, start, max(total, seen_now), held_now)
+    return total, wait
+
+
+def _counts(state: ServerState, bucket: str, window_start: int) -> tuple[int, int]:
+    """``(the last count seen, the hits held back)`` of ``bucket`` in the window of ``window_start``."""
+    found, value = state.cache.lookup(("reads", bucket), state.clock.time())
+    if not found or value[0] != window_start:
+        return 0, 0
+    return value[1], value[2]
+
+
+def _keep(state: ServerState, bucket: str, window_start: int, seen: int, held: int) -> None:
+    state.cache.store(("reads", bucket), (window_start, seen, held), window_start + 2 * READ_WINDOW_S)
 
 
 async def _identified(request: Request, state: ServerState) -> bool:
