@@ -216,6 +216,14 @@ def test_sign_in_goes_back_only_to_a_page_of_this_server(scoreboard_server: Scor
             assert _sign_in(c, name, PASSWORD, next_path=target).headers["location"] == expected
 
 
+def test_the_sign_in_pages_own_sign_in_link_keeps_its_target_without_nesting(scoreboard_server: ScoreboardServer) -> None:
+    with httpx.Client(base_url=scoreboard_server.url) as c:
+        page = c.get("/login", params={"next": "/envs/CartPole-v1"}).text
+        assert 'href="/login?next=/envs/CartPole-v1"' in page  # not /login?next=/login%3Fnext%3D...
+        assert 'href="/login?next=/"' in c.get("/login", params={"next": "//evil.example/"}).text
+        assert 'href="/login?next=/users%3Fq%3Da"' in c.get("/users", params={"q": "a"}).text  # other pages: themselves
+
+
 # -- the 2017 hint URL and the profile's keys ------------------------------------------------------------
 
 

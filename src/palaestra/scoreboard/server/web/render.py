@@ -135,7 +135,7 @@ def render(
     context.setdefault("vendor_available", assets.vendor_available())
     context["read_only"] = state_of(request).config.read_only
     context["request_path"] = request.url.path
-    context["request_target"] = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    context["request_target"] = _return_target(request)
     user = context["user"] = signin.signed_in(request)
     new_seed = None
     context["csrf_token"] = ""
@@ -147,3 +147,11 @@ def render(
     if new_seed is not None:
         signin.set_form_cookie(request, response, new_seed)
     return response
+
+
+def _return_target(request: Request) -> str:
+    """Where the header's "Sign in" link brings the reader back to: this page; on the sign-in page
+    itself, the page it was opened for (its link once nested a sign-in page in its own ``next=``)."""
+    if request.url.path == "/login":
+        return signin.local_path(request.query_params.get("next"), "/")
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
