@@ -87,6 +87,33 @@ def test_a_go_agent_uploaded_is_rated_against_gnu_go_by_the_server_and_its_ratin
     assert count_rows(server, "ladder_players", "name IN ('random', 'gnugo:0')") == 0
     assert count_rows(server, "evaluations") == 0  # a board-game agent's result is its matches
 
+    # a match uploaded beside them is self-reported: ?verified=1 leaves its players out (the anchor stays)
+    uploaded = httpx.post(f"{server.url}/v1/ladder_matches", json=self_reported_match(tmp_path / "self", "self-a", "self-b"),
+                          headers=server.headers(), timeout=120)  # fmt: skip
+    assert uploaded.status_code == 201, uploaded.text
+    every = {r["player"] for r in httpx.get(f"{server.url}/v1/ladders/{LADDER}/ratings", timeout=30).json()["ratings"]}
+    only = httpx.get(f"{server.url}/v1/ladders/{LADDER}/ratings", params={"verified": 1}, timeout=30).json()["ratings"]
+    assert every == {agent, "random", "gnugo:0", "self-a", "self-b"}
+    assert {r["player"] for r in only} == {agent, "random", "gnugo:0"} and all(r["verified"] for r in only)
+    page = httpx.get(f"{server.url}/ladders/{LADDER}", params={"verified": 1}, timeout=30).text
+    assert agent in page and "self-a" not in page.split('<table class="head-to-head">')[0]
+    assert "<strong>only those verified by this board</strong>" in page
+    assert f'href="/ladders/{LADDER}?verified=1"' in httpx.get(f"{server.url}/ladders/{LADDER}", timeout=30).text
+
+
+def self_reported_match(folder: Path, black: str, white: str) -> dict[str, Any]:
+    """An upload body: a 9x9 match at komi 0 (the agent's ladder) of two random players so named."""
+    import json
+
+    from palaestra.ladder.match import play_match, read_match, rules_of_env
+    from palaestra.ladder.players import parse_player
+
+    play_match(rules_of_env("Go9x9-v0", komi=0.0), parse_player(f"{black}=random"), parse_player(f"{white}=random"), 2,
+               folder, seed=3)  # fmt: skip
+    document = read_match(folder)
+    return {"match": json.loads(json.dumps(document)), "games": {g["file"]: (folder / g["file"]).read_text()
+                                                               for g in document["games"]}}
+
 
 def test_a_go_model_whose_output_does_not_fit_the_boards_actions_is_refused_naming_both_sizes(
     scoreboard_factory: Any, tmp_path: Path

@@ -9,6 +9,7 @@
 ``GET  /v1/ladder_games/{id}``             a game; ``/record``: its SGF (or Hex JSON) file
 ``GET  /v1/ladders``                       the ladders (one per game, board size and komi)
 ``GET  /v1/ladders/{ladder}/ratings``      its ratings, with 95 % intervals and game counts
+                                           (``?verified=1``: the server-played players only)
 ``GET  /v1/ladders/{ladder}/players/{name}``  a player: rating, head-to-head results, latest games
 =========================================  =====================================================
 """
@@ -160,9 +161,10 @@ def list_ladders(request: Request, state: State) -> Response:
 
 
 @router.get("/ladders/{ladder}/ratings", response_model=lp.RatingsObject)
-def get_ratings(ladder: str, state: State) -> Response:
+def get_ratings(ladder: str, state: State, verified: bool = False) -> Response:
+    """``?verified=1``: only the players whose every rated game the server played (and the anchor)."""
     with state.db.read() as session:
-        body = ladders.ratings_object(session, ladder)
+        body = ladders.ratings_object(session, ladder, verified_only=verified)
     if body is None:
         raise not_found("ladder", ladder)
     return answer(body)

@@ -194,7 +194,9 @@ def verified_players(session: Session, ladder: str) -> set[str]:
     return played - uploaded
 
 
-def ratings_object(session: Session, ladder: str) -> lp.RatingsObject | None:
+def ratings_object(session: Session, ladder: str, verified_only: bool = False) -> lp.RatingsObject | None:
+    """``ladder``'s table of ratings (None: no game on it); ``verified_only``: the players whose every
+    rated game the server played (:func:`verified_players`), with the anchor that gives the scale."""
     rows = session.scalars(
         sa.select(LadderRating).where(LadderRating.ladder == ladder).order_by(LadderRating.rating.desc())
     ).all()
@@ -209,6 +211,8 @@ def ratings_object(session: Session, ladder: str) -> lp.RatingsObject | None:
         return None
     anchor = next((r.player for r in rows if r.is_anchor), None)
     verified = verified_players(session, ladder)
+    if verified_only:
+        rows = [r for r in rows if r.player in verified or r.is_anchor]
     return lp.RatingsObject(
         ladder=ladder, anchor=anchor, games=counts.get(True, 0), unrated_games=counts.get(False, 0),
         ratings=[_rating_object(r, r.player in verified) for r in rows],

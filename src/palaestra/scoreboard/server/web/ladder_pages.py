@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 from sqlalchemy.orm import Session
 
@@ -92,17 +92,21 @@ def game_page(request: Request, game_id: str) -> HTMLResponse:
 
 
 @router.get("/ladders/{ladder}", response_class=HTMLResponse)
-def ladder_page(request: Request, ladder: str) -> HTMLResponse:
+def ladder_page(request: Request, ladder: str, verified: str = Query("", max_length=2)) -> HTMLResponse:
+    """A ladder's ratings, head-to-head table and latest games; ``verified=1``: the ratings of the
+    players the board played itself only (beside the anchor)."""
+    verified_only = verified == "1"
     with database(request).read() as session:
-        ratings = ladders.ratings_object(session, ladder)
+        ratings = ladders.ratings_object(session, ladder, verified_only=verified_only)
         if ratings is None:
             return _not_found(request, f"No ladder {ladder!r}: no games have been uploaded to it.")
+        any_verified = verified_only or any(r.verified for r in ratings.ratings)
         table = ladders.head_to_head(session, ladder)
         recent = ladders.recent_games(session, ladder, "")
     players = [r.player for r in ratings.ratings]
     return render(
         request, "ladder.html", nav="ladders", ladder=ladder, ratings=ratings, players=players, table=table,
-        recent=recent,
+        recent=recent, verified_only=verified_only, any_verified=any_verified,
     )  # fmt: skip
 
 
