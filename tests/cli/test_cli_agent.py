@@ -127,3 +127,27 @@ def test_pack_exports_an_sb3_model_that_takes_sb3s_deterministic_actions(tmp_pat
     exported = session.run(None, {"observation": observations})[0]
     expected, _ = model.predict(observations, deterministic=True)
     assert exported.tolist() == expected.tolist()
+
+
+@pytest.mark.slow
+def test_check_plays_a_go_agent_against_the_boards_anchors_and_prints_its_points(
+    tmp_path: Path, sandbox: None, gnugo: str
+) -> None:
+    from palaestra.ladder.match import read_match
+    from tests.scoreboard.server.agents.agent_helpers import write_go_agent
+
+    model = write_go_agent(tmp_path / "agent")
+    done = palaestra("agent", "check", str(model), "--games", "1", "--seed", "5", "--move-seconds", "10")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    directory = model.with_suffix(".check")
+    assert lines[1] == f"Playing 1 game of Go9x9-v0 against each of random, gnugo:0 in the sandbox into {directory}/"
+    assert lines[2].startswith("  game 1/2 against random: ") and lines[3].startswith("  game 2/2 against gnugo:0: ")
+    against = {line.split(":")[0]: line for line in lines if line.startswith("Against ")}
+    assert set(against) == {"Against random", "Against gnugo"} and against["Against gnugo"].endswith("of 1 points")
+    # the match folders are palaestra match's, the agent named plainly, each game a replayable record
+    folders = sorted(p for p in directory.iterdir() if p.is_dir())
+    assert len(folders) == 2
+    for folder in folders:
+        match = read_match(folder)
+        assert "agent" in [p["name"] for p in match["players"]] and len(match["games"]) == 1

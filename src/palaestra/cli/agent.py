@@ -54,7 +54,8 @@ def register(subparsers: Any) -> None:
         "check",
         help="check MODEL.onnx and evaluate it in the board's sandbox, printing the score",
         description="Run the board's static checks on MODEL.onnx (with MODEL.json beside it), then evaluate "
-        "it exactly as the board would: in the sandbox, under the env's protocol, recorded by the Monitor.",
+        "it exactly as the board would: in the sandbox, under the env's protocol, recorded by the Monitor; a "
+        "Go or Hex agent plays the anchors the board would play it against, into match folders.",
     )
     check.add_argument("model", metavar="MODEL.onnx")
     check.add_argument("--descriptor", metavar="FILE", help="the descriptor (default: MODEL.json beside the model)")
@@ -63,6 +64,12 @@ def register(subparsers: Any) -> None:
     check.add_argument("--directory", metavar="DIR", help="the training directory to write (default: MODEL.check/)")
     check.add_argument("--no-video", dest="video", action="store_false", help="record no video")
     check.add_argument("--static-only", action="store_true", help="run the static checks only")
+    check.add_argument(
+        "--games", type=int, default=2, help="board games: the games against each anchor (the board plays 2; default 2)"
+    )
+    check.add_argument(
+        "--move-seconds", type=float, default=10.0, help="board games: each player's time a move (default 10, the board's)"
+    )
     check.add_argument(
         "--allow-unconfined",
         action="store_true",
@@ -128,6 +135,7 @@ def run_check(args: argparse.Namespace) -> int:
         load_descriptor,
         run_sandboxed,
     )
+    from palaestra.agents.artifact.board import is_board_game
     from palaestra.errors import Error
 
     descriptor_path = args.descriptor or descriptor_path_for(args.model)
@@ -141,6 +149,9 @@ def run_check(args: argparse.Namespace) -> int:
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31 - args.episodes)
     seeds = list(range(first, first + args.episodes))
     directory = args.directory or os.path.splitext(args.model)[0] + ".check"
+
+    if is_board_game(descriptor.env_id):
+        return _check_board_agent(args, descriptor_path, descriptor.env_id, first, directory)
 
     def progress(index: int, reward: float) -> None:
         print(f"  episode {index + 1}/{len(seeds)} (seed {seeds[index]}): {reward:g}", flush=True)
@@ -162,3 +173,41 @@ def run_check(args: argparse.Namespace) -> int:
     spread = f" ± {rewards.std(ddof=1) / np.sqrt(len(rewards)):.4g} (standard error)" if len(rewards) > 1 else ""
     print(f"Score: {rewards.mean():.4g}{spread} over {len(rewards)} episodes, seeds {seeds[0]}..{seeds[-1]}")
     return 0
+
+
+def _check_board_agent(args: argparse.Namespace, descriptor_path: str, env_id: str, seed: int, directory: str) -> int:
+    """``agent check`` of a Go or Hex agent: the board's matches (its anchors, games and time a move),
+    played in the sandbox into match folders under ``directory``; the points against each anchor."""
+    from palaestra.agents.artifact import SandboxLimits, run_sandboxed
+    from palaestra.agents.artifact.board import MatchPlan
+    from palaestra.errors import Error
+    from palaestra.ladder.anchors import agent_anchors
+
+    anchors = tuple(agent_anchors(env_id))
+    if not anchors:
+        raise Error(f"no anchor of {env_id} is installed here to play against (GNU Go: make setup installs it)")
+    if args.games < 1:
+        raise Error(f"--games must be at least 1, not {args.games}")
+    plan = MatchPlan(player="agent", opponents=anchors, games=args.games, seeds=tuple(seed + i for i in range(len(anchors))),
+                     move_time=args.move_seconds)  # fmt: skip
+    opponent_of = [anchor for anchor in anchors for _ in range(args.games)]
+
+    def progress(index: int, points: float) -> None:
+        print(f"  game {index + 1}/{plan.total_games} against {opponent_of[index]}: {points:g} points", flush=True)
+
+    games = f"{args.games} game" if args.games == 1 else f"{args.games} games"
+    print(f"Playing {games} of {env_id} against each of {', '.join(anchors)} in the sandbox into {directory}/")
+    result = run_sandboxed(args.model, descriptor_path, list(plan.seeds), directory,
+                           SandboxLimits(allow_unconfined=args.allow_unconfined, video=False), on_episode=progress,
+                           plan=plan)  # fmt: skip
+    if not result.confined:
+        print("WARNING: the sandbox could not be set up; these games ran unconfined")
+    if not result.ok:
+        raise Error(f"the games failed: {result.reason} (the evaluator's log: {result.log.strip()[-500:]})")
+    for anchor in anchors:
+        points = [p for p, o in zip(result.rewards, opponent_of, strict=False) if o == anchor]
+        print(f"Against {anchor}: {sum(points):g} of {len(points)} points")
+    print("The board plays these matches itself when the agent is uploaded (palaestra upload --agent MODEL.onnx); "
+          "the match folders here are for your eyes (palaestra match's format), not for upload.")  # fmt: skip
+    return 0
+

@@ -18,11 +18,19 @@ from pathlib import Path
 
 from palaestra.envs.board.gtp import find_binary
 from palaestra.errors import DependencyNotInstalled
-from palaestra.ladder.match import DEFAULT_MOVE_TIME, GameSummary, MatchRules, play_match
+from palaestra.ladder.match import DEFAULT_MOVE_TIME, GameSummary, MatchRules, play_match, rules_of_env
 from palaestra.ladder.players import parse_player
 from palaestra.ladder.ratings import DEFAULT_ANCHORS
 
-__all__ = ["AGENT_ANCHORS", "CALIBRATION_PLAYERS", "RESERVED_PLAYERS", "calibration_players", "is_reserved_player", "play_anchors"]
+__all__ = [
+    "AGENT_ANCHORS",
+    "CALIBRATION_PLAYERS",
+    "RESERVED_PLAYERS",
+    "agent_anchors",
+    "calibration_players",
+    "is_reserved_player",
+    "play_anchors",
+]
 
 #: Per game, the players of the calibration round robin, weakest first.
 CALIBRATION_PLAYERS = {
@@ -48,6 +56,18 @@ RESERVED_PLAYERS = frozenset(
 def is_reserved_player(name: str) -> bool:
     """Whether ``name`` is an anchor's (or calibration player's) name, in any letter case."""
     return name.strip().lower() in RESERVED_PLAYERS
+
+
+def agent_anchors(env_id: str) -> list[str]:
+    """The anchors an agent of ``env_id`` plays (:data:`AGENT_ANCHORS` whose programs are installed
+    here): the board's worker and ``palaestra agent check`` play the same ones; [] for an env that is
+    no board game."""
+    import palaestra.envs
+
+    if env_id not in palaestra.envs.BOARD_GAME_IDS:
+        return []
+    game = rules_of_env(env_id).game
+    return calibration_players(game, AGENT_ANCHORS[game])
 
 
 def calibration_players(game: str, players: tuple[str, ...] | None = None) -> list[str]:

@@ -21,8 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from palaestra.ladder.anchors import AGENT_ANCHORS, calibration_players
-from palaestra.ladder.match import rules_of_env
+from palaestra.ladder.anchors import agent_anchors
 from palaestra.scoreboard.protocol.ladder import MatchUpload
 from palaestra.scoreboard.server.accounts.auth import Principal
 from palaestra.scoreboard.server.agents import jobs as agent_jobs
@@ -40,18 +39,9 @@ __all__ = ["agent_player_name", "match_anchors", "match_games", "match_plan", "s
 SEED_MODULUS = 10_000
 
 
-def _board_game(env_id: str) -> str | None:
-    import palaestra.envs
-
-    if env_id not in palaestra.envs.BOARD_GAME_IDS:
-        return None
-    return rules_of_env(env_id).game
-
-
 def match_anchors(env_id: str) -> list[str]:
     """The anchors an agent of ``env_id`` plays here (see the module docstring); [] for no board game."""
-    game = _board_game(env_id)
-    return [] if game is None else calibration_players(game, AGENT_ANCHORS[game])
+    return agent_anchors(env_id)
 
 
 def match_games(config: ServerConfig, env_id: str) -> int | None:
