@@ -101,6 +101,41 @@ def test_a_go_agent_uploaded_is_rated_against_gnu_go_by_the_server_and_its_ratin
     assert f'href="/ladders/{LADDER}?verified=1"' in httpx.get(f"{server.url}/ladders/{LADDER}", timeout=30).text
 
 
+@pytest.mark.usefixtures("sandbox")
+def test_a_hex_agent_uploaded_is_rated_against_random_and_mcts_by_the_server(
+    scoreboard_factory: Any, tmp_path: Path
+) -> None:
+    from palaestra.agents.artifact import AgentDescriptor
+    from palaestra.agents.artifact.examples import go_model, write_agent
+
+    server: ScoreboardServer = scoreboard_factory(env={**BOARD, "PALAESTRA_AGENT_MATCH_GAMES": "1"})
+    descriptor = AgentDescriptor(env_id="Hex9x9-v0", action="argmax", deterministic=True)
+    model, _ = write_agent(go_model(board_size=9, actions=9 * 9 + 1), descriptor, tmp_path / "hex.onnx")  # swap
+    worker_log = tmp_path / "worker.log"
+    worker = start_worker(server, worker_log)
+    try:
+        result = subprocess.run(
+            [*PALAESTRA_COMMAND, "upload", "--server", server.url, "--agent", str(model), "--wait"],
+            env={**server.env, "PALAESTRA_API_KEY": server.api_key}, capture_output=True, text=True,
+            timeout=RUN_TIMEOUT_S + 60,
+        )  # fmt: skip
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr + worker_log.read_text()
+    job = get_job(server, result.stdout.strip().splitlines()[1])
+    assert job["status"] == "done" and job["ladder"].startswith("Hex9x9") and len(job["ladder_matches"]) == 2
+    agent = f"tester-agent-{job['artifact_sha256'][:8]}"
+    for match_id in job["ladder_matches"]:
+        match = httpx.get(f"{server.url}/v1/ladder_matches/{match_id}", timeout=30).json()
+        assert match["verified"] is True and match["ladder"] == job["ladder"] and agent in match["players"]
+        # a Hex game ends by a connection: each was replayed by the ladder's check and counts
+        assert [game["rated"] for game in match["games"]] == [True], match["games"]
+    ratings = httpx.get(f"{server.url}/v1/ladders/{job['ladder']}/ratings", timeout=30).json()
+    rated = {r["player"]: r for r in ratings["ratings"]}
+    assert set(rated) == {agent, "random", "mcts:100"} and rated[agent]["verified"] and rated[agent]["games"] == 2
+
+
 def self_reported_match(folder: Path, black: str, white: str) -> dict[str, Any]:
     """An upload body: a 9x9 match at komi 0 (the agent's ladder) of two random players so named."""
     import json
