@@ -37,22 +37,9 @@ def test_a_go_agent_uploaded_is_rated_against_gnu_go_by_the_server_and_its_ratin
     scoreboard_factory: Any, tmp_path: Path
 ) -> None:
     server: ScoreboardServer = scoreboard_factory(env=BOARD)
-    model = write_go_agent(tmp_path / "agent")
-    worker_log = tmp_path / "worker.log"
-    worker = start_worker(server, worker_log)
-    try:
-        result = subprocess.run(
-            [*PALAESTRA_COMMAND, "upload", "--server", server.url, "--agent", str(model), "--wait"],
-            env={**server.env, "PALAESTRA_API_KEY": server.api_key}, capture_output=True, text=True,
-            timeout=RUN_TIMEOUT_S + 60,
-        )  # fmt: skip
-    finally:
-        worker.send_signal(signal.SIGTERM)
-        worker.wait(timeout=60)
-    assert result.returncode == 0, result.stdout + result.stderr + worker_log.read_text()
-    lines = result.stdout.strip().splitlines()
+    lines = uploaded_and_played(server, write_go_agent(tmp_path / "agent"), tmp_path / "worker.log")
     job_id = lines[1]
-    assert "done: 4/4 episodes" in result.stdout, result.stdout
+    assert any("done: 4/4 episodes" in line for line in lines), lines
     assert lines[-2] == f"verified ladder matches: {server.url}/ladders/{LADDER}"
 
     job = get_job(server, job_id)
@@ -111,7 +98,21 @@ def test_a_hex_agent_uploaded_is_rated_against_random_and_mcts_by_the_server(
     server: ScoreboardServer = scoreboard_factory(env={**BOARD, "PALAESTRA_AGENT_MATCH_GAMES": "1"})
     descriptor = AgentDescriptor(env_id="Hex9x9-v0", action="argmax", deterministic=True)
     model, _ = write_agent(go_model(board_size=9, actions=9 * 9 + 1), descriptor, tmp_path / "hex.onnx")  # swap
-    worker_log = tmp_path / "worker.log"
+    job = get_job(server, uploaded_and_played(server, Path(model), tmp_path / "worker.log")[1])
+    assert job["status"] == "done" and job["ladder"].startswith("Hex9x9") and len(job["ladder_matches"]) == 2
+    agent = f"tester-agent-{job['artifact_sha256'][:8]}"
+    for match_id in job["ladder_matches"]:
+        match = httpx.get(f"{server.url}/v1/ladder_matches/{match_id}", timeout=30).json()
+        assert match["verified"] is True and match["ladder"] == job["ladder"] and agent in match["players"]
+        # a Hex game ends by a connection: each was replayed by the ladder's check and counts
+        assert [game["rated"] for game in match["games"]] == [True], match["games"]
+    ratings = httpx.get(f"{server.url}/v1/ladders/{job['ladder']}/ratings", timeout=30).json()
+    rated = {r["player"]: r for r in ratings["ratings"]}
+    assert set(rated) == {agent, "random", "mcts:100"} and rated[agent]["verified"] and rated[agent]["games"] == 2
+
+
+def uploaded_and_played(server: ScoreboardServer, model: Path, worker_log: Path) -> list[str]:
+    """``palaestra upload --agent MODEL --wait`` with a ``palaestra worker`` running: its output's lines."""
     worker = start_worker(server, worker_log)
     try:
         result = subprocess.run(
@@ -123,17 +124,7 @@ def test_a_hex_agent_uploaded_is_rated_against_random_and_mcts_by_the_server(
         worker.send_signal(signal.SIGTERM)
         worker.wait(timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr + worker_log.read_text()
-    job = get_job(server, result.stdout.strip().splitlines()[1])
-    assert job["status"] == "done" and job["ladder"].startswith("Hex9x9") and len(job["ladder_matches"]) == 2
-    agent = f"tester-agent-{job['artifact_sha256'][:8]}"
-    for match_id in job["ladder_matches"]:
-        match = httpx.get(f"{server.url}/v1/ladder_matches/{match_id}", timeout=30).json()
-        assert match["verified"] is True and match["ladder"] == job["ladder"] and agent in match["players"]
-        # a Hex game ends by a connection: each was replayed by the ladder's check and counts
-        assert [game["rated"] for game in match["games"]] == [True], match["games"]
-    ratings = httpx.get(f"{server.url}/v1/ladders/{job['ladder']}/ratings", timeout=30).json()
-    rated = {r["player"]: r for r in ratings["ratings"]}
-    assert set(rated) == {agent, "random", "mcts:100"} and rated[agent]["verified"] and rated[agent]["games"] == 2
+    return result.stdout.strip().splitlines()
 
 
 def self_reported_match(folder: Path, black: str, white: str) -> dict[str, Any]:
